@@ -1,0 +1,72 @@
+"""The errors hudisql raises: one short, flat hierarchy under :class:`HudiSqlError`.
+
+Every message names what it is about (the table, the instant, the statement position)
+and says what the user can do next. Callers catch :class:`HudiSqlError` for all of them.
+"""
+
+from __future__ import annotations
+
+
+class HudiSqlError(Exception):
+    """Base class of every error hudisql raises on purpose."""
+
+
+class TableNotFoundError(HudiSqlError):
+    """A name or path does not lead to a Hudi table (no ``.hoodie/hoodie.properties``)."""
+
+
+class TableAlreadyExistsError(HudiSqlError):
+    """A table of that name (or at that location) already exists."""
+
+
+class UnsupportedTableVersionError(HudiSqlError):
+    """The table's ``hoodie.table.version`` is one hudisql cannot read or write."""
+
+
+class CorruptTableError(HudiSqlError):
+    """A table file (hoodie.properties, an instant, commit metadata) is damaged or malformed."""
+
+
+class CorruptLogBlockError(CorruptTableError):
+    """A log block could not be decoded; readers skip it and report it."""
+
+
+class InstantExistsError(HudiSqlError):
+    """An instant file already exists: another writer created it first (create-if-absent lost)."""
+
+
+class InvalidInstantTransitionError(HudiSqlError):
+    """A timeline transition was asked for out of order (e.g. completing a non-inflight instant)."""
+
+
+class WriteError(HudiSqlError):
+    """A write was refused before anything was written (bad records, bad options)."""
+
+
+class CommitConflictError(HudiSqlError):
+    """Two writers touched the same file groups; the later one fails and is rolled back."""
+
+
+class ConcurrentSchemaEvolutionError(CommitConflictError):
+    """Concurrent writers evolved the table schema incompatibly (RFC-82, cases 3 and 8)."""
+
+
+class LockError(HudiSqlError):
+    """The table lock could not be acquired in time, or was lost."""
+
+
+class SqlParseError(HudiSqlError):
+    """A statement could not be parsed; the message names line and column and shows a caret."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+class CatalogError(HudiSqlError):
+    """The catalog database refused or could not complete a request."""
+
+
+class CatalogUnavailableError(CatalogError):
+    """The catalog database is unreachable or locked; nothing was changed."""

@@ -1,0 +1,163 @@
+"""Storage access for one table's base path, through ``pyarrow.fs``.
+
+All paths given to :class:`Storage` methods are relative to the table's base path and use
+``/``. Atomic steps (instant files, hoodie.properties) use :meth:`Storage.create_if_absent`
+and :meth:`Storage.write_atomic`; data files use :meth:`Storage.write_bytes`.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    """One entry of a directory listing: its path relative to the base path, size, kind."""
+
+    path: str
+    size: int
+    is_dir: bool
+
+    @property
+    def name(self) -> str:
+        """The last component of the path."""
+        return posixpath.basename(self.path)
+
+
+class Storage:
+    """Reads and writes files under one base path (local path or ``scheme://`` URI)."""
+
+    def __init__(self, base_uri: str) -> None:
+        base_uri = str(base_uri)
+        if "://" in base_uri and not base_uri.startswith("file://"):
+            fs, path = pafs.FileSystem.from_uri(base_uri)
+            self._local = False
+        else:
+            path = os.path.abspath(base_uri.removeprefix("file://"))
+            fs = pafs.LocalFileSystem()
+            self._local = True
+        self.fs: pafs.FileSystem = fs
+        self.base_path: str = path.rstrip("/") or "/"
+        self.base_uri: str = base_uri
+
+    def __reduce__(self) -> tuple[type[Storage], tuple[str]]:
+        # Storage objects travel to Spark executors; rebuild the file system there.
+        return (Storage, (self.base_uri,))
+
+    def full_path(self, rel: str) -> str:
+        """The file system path of ``rel`` (relative to the base path)."""
+        return posixpath.join(self.base_path, rel) if rel else self.base_path
+
+    def exists(self, rel: str) -> bool:
+        """True when a file or directory exists at ``rel``."""
+        return bool(self.fs.get_file_info(self.full_path(rel)).type != pafs.FileType.NotFound)
+
+    def is_file(self, rel: str) -> bool:
+        """True when a regular file exists at ``rel``."""
+        return bool(self.fs.get_file_info(self.full_path(rel)).type == pafs.FileType.File)
+
+    def size(self, rel: str) -> int:
+        """The size in bytes of the file at ``rel``; raises FileNotFoundError if absent."""
+        info = self.fs.get_file_info(self.full_path(rel))
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(self.full_path(rel))
+        return int(info.size or 0)
+
+    def read_bytes(self, rel: str) -> bytes:
+        """The whole content of the file at ``rel``; raises FileNotFoundError if absent."""
+        with self.fs.open_input_stream(self.full_path(rel)) as f:
+            return bytes(f.read())
+
+    def open_input_file(self, rel: str) -> pa.NativeFile:
+        """A random-access file for ``rel`` (for parquet footers and log scans)."""
+        return self.fs.open_input_file(self.full_path(rel))
+
+    def list_dir(self, rel: str = "") -> list[FileStatus]:
+        """The direct children of directory ``rel``, or [] when it does not exist."""
+        selector = pafs.FileSelector(self.full_path(rel), allow_not_found=True, recursive=False)
+        return self._statuses(selector)
+
+    def list_recursive(self, rel: str = "") -> list[FileStatus]:
+        """Every file and directory below ``rel``, or [] when it does not exist."""
+        selector = pafs.FileSelector(self.full_path(rel), allow_not_found=True, recursive=True)
+        return self._statuses(selector)
+
+    def _statuses(self, selector: pafs.FileSelector) -> list[FileStatus]:
+        prefix = self.base_path.rstrip("/") + "/"
+        out = []
+        for info in self.fs.get_file_info(selector):
+            path = info.path
+            rel = path[len(prefix) :] if path.startswith(prefix) else path
+            out.append(FileStatus(rel, int(info.size or 0), info.type == pafs.FileType.Directory))
+        return out
+
+    def makedirs(self, rel: str) -> None:
+        """Create directory ``rel`` and its parents (no error if it exists)."""
+        self.fs.create_dir(self.full_path(rel), recursive=True)
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """Write ``data`` to ``rel``, replacing any file there (not atomic: for data files)."""
+        parent = posixpath.dirname(rel)
+        if parent:
+            self.makedirs(parent)
+        with self.fs.open_output_stream(self.full_path(rel)) as f:
+            f.write(data)
+
+    def write_atomic(self, rel: str, data: bytes) -> None:
+        """Replace ``rel`` with ``data`` atomically: write a temporary file, then rename it."""
+        tmp = self._temp_name(rel)
+        self.write_bytes(tmp, data)
+        try:
+            self.fs.move(self.full_path(tmp), self.full_path(rel))
+        except BaseException:
+            self._remove_quietly(tmp)
+            raise
+
+    def create_if_absent(self, rel: str, data: bytes) -> None:
+        """Create ``rel`` with ``data`` only if no file exists there, atomically.
+
+        Raises:
+            FileExistsError: a file already exists at ``rel`` (another writer was first).
+        """
+        tmp = self._temp_name(rel)
+        self.write_bytes(tmp, data)
+        try:
+            if self._local:
+                # link(2) fails if the target exists: readers never see a partial file and
+                # two writers can never both create it.
+                os.link(self.full_path(tmp), self.full_path(rel))
+            else:
+                if self.exists(rel):
+                    raise FileExistsError(self.full_path(rel))
+                self.fs.move(self.full_path(tmp), self.full_path(rel))
+        finally:
+            self._remove_quietly(tmp)
+
+    def delete(self, rel: str) -> None:
+        """Delete the file at ``rel`` (no error if it is already gone)."""
+        self._remove_quietly(rel)
+
+    def delete_dir(self, rel: str) -> None:
+        """Delete directory ``rel`` and everything below it (no error if absent)."""
+        if self.exists(rel):
+            self.fs.delete_dir(self.full_path(rel))
+
+    def _remove_quietly(self, rel: str) -> None:
+        try:
+            self.fs.delete_file(self.full_path(rel))
+        except FileNotFoundError:
+            pass
+        except OSError:
+            if self.exists(rel):
+                raise
+
+    @staticmethod
+    def _temp_name(rel: str) -> str:
+        parent, name = posixpath.split(rel)
+        return posixpath.join(parent, f".{name}.{uuid.uuid4().hex}.tmp")

@@ -1,0 +1,27 @@
+"""Shared pytest fixtures: the real Hudi fixture tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures import TABLE_ZIPS, copy_table, table_path
+
+
+@pytest.fixture(params=sorted(TABLE_ZIPS))
+def fixture_table_name(request: pytest.FixtureRequest) -> str:
+    """Each fixture table's name in turn."""
+    return str(request.param)
+
+
+@pytest.fixture
+def fixture_table(fixture_table_name: str) -> Path:
+    """Each fixture table's extracted (read-only) directory in turn."""
+    return table_path(fixture_table_name)
+
+
+@pytest.fixture
+def writable_table(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A factory: ``writable_table(name)`` returns a private copy of that fixture table."""
+    return lambda name: copy_table(name, tmp_path)

@@ -1,0 +1,60 @@
+"""Access to the real Apache Hudi tables in ``../shared/fixtures/hudi`` for tests.
+
+The tables ship as zip files (with macOS ``__MACOSX`` debris, which is ignored). They are
+extracted once per test session into a temporary directory; tests that change a table take
+a private copy with :func:`copy_table`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import zipfile
+from functools import cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("HUDISQL_SHARED", REPO.parent / "shared"))
+FIXTURES = SHARED / "fixtures" / "hudi"
+
+#: Every fixture table by name, with its zip path relative to FIXTURES.
+TABLE_ZIPS = {
+    "v6_trips_8i1u": "quickstart_trips_table/mor/avro/v6_trips_8i1u.zip",
+    "v6_trips_8i3d": "quickstart_trips_table/mor/avro/v6_trips_8i3d.zip",
+    "v8_trips_8i1u": "quickstart_trips_table/mor/avro/v8_trips_8i1u.zip",
+    "v6_nonpartitioned_rollback": "sample_table/mor/parquet/v6_nonpartitioned_rollback.zip",
+    "v6_simplekeygen_nonhivestyle": "sample_table/mor/parquet/v6_simplekeygen_nonhivestyle.zip",
+    "v6_nonpartitioned": "sample_table/cow/v6_nonpartitioned.zip",
+    "v8_nonpartitioned": "sample_table/cow/v8_nonpartitioned.zip",
+}
+
+#: Single log files by kind.
+LOG_FILES = {
+    kind: next(p for p in (FIXTURES / "log_files" / kind).iterdir() if p.name.startswith("."))
+    for kind in ("valid_log_avro_data", "valid_log_delete", "valid_log_parquet_data",
+                 "valid_log_rollback")
+} if (FIXTURES / "log_files").exists() else {}
+
+
+@cache
+def _extract_root() -> Path:
+    return Path(tempfile.mkdtemp(prefix="hudisql-fixtures-"))
+
+
+@cache
+def table_path(name: str) -> Path:
+    """The extracted directory of fixture table ``name`` (shared: do not modify it)."""
+    dest = _extract_root() / name
+    with zipfile.ZipFile(FIXTURES / TABLE_ZIPS[name]) as zf:
+        for member in zf.namelist():
+            if not member.startswith("__MACOSX") and not member.endswith(".DS_Store"):
+                zf.extract(member, dest)
+    return dest / name
+
+
+def copy_table(name: str, dest_dir: Path) -> Path:
+    """A private, writable copy of fixture table ``name`` below ``dest_dir``."""
+    target = Path(dest_dir) / name
+    shutil.copytree(table_path(name), target)
+    return target
