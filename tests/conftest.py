@@ -25,3 +25,30 @@ def fixture_table(fixture_table_name: str) -> Path:
 def writable_table(tmp_path: Path):  # type: ignore[no-untyped-def]
     """A factory: ``writable_table(name)`` returns a private copy of that fixture table."""
     return lambda name: copy_table(name, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """The one SparkSession of the test process (local, 2 cores), started on first use.
+
+    Configured as ``hudisql.connect()`` configures it: the Python workers use this
+    interpreter and Python data sources get the filters Spark pushes.
+    """
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("hudisql-tests")
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.pyspark.driver.python", sys.executable)
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
