@@ -31,6 +31,10 @@ class CorruptLogBlockError(CorruptTableError):
     """A log block could not be decoded; readers skip it and report it."""
 
 
+class UnsupportedFormatError(HudiSqlError):
+    """A file uses a Hudi or Avro feature hudisql cannot read or write (e.g. HFile blocks)."""
+
+
 class InstantExistsError(HudiSqlError):
     """An instant file already exists: another writer created it first (create-if-absent lost)."""
 
