@@ -18,12 +18,6 @@ from hudisql.errors import CatalogError, TableNotFoundError
 
 DEFAULT_DATABASE = "default"
 
-#: A table name: ``(database, table)`` taken literally, or a string ``"table"`` (default
-#: database) or ``"database.table"`` (split at the first dot). Names that contain a dot
-#: must be given as a tuple.
-TableIdentifier = str | tuple[str, str]
-
-
 @dataclass(frozen=True, order=True)
 class TableName:
     """A table's full name: its database and its name, both taken literally."""
@@ -35,7 +29,7 @@ class TableName:
         return f"{self.database}.{self.table}"
 
     @classmethod
-    def of(cls, identifier: TableIdentifier | TableName) -> TableName:
+    def of(cls, identifier: TableIdentifier) -> TableName:
         """The full name for ``identifier``.
 
         Raises:
@@ -59,6 +53,12 @@ class TableName:
                 "give it as 'table', 'database.table' or (database, table)"
             )
         return cls(database, table)
+
+
+#: A table name: ``(database, table)`` taken literally, a :class:`TableName`, or a string
+#: ``"table"`` (default database) or ``"database.table"`` (split at the first dot). Names
+#: that contain a dot must be given as a tuple.
+TableIdentifier = str | tuple[str, str] | TableName
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,7 @@ class StatementSnapshot:
     tables: Mapping[TableName, TableSnapshot]
     head_event_id: int
 
-    def get(self, identifier: TableIdentifier | TableName) -> TableSnapshot:
+    def get(self, identifier: TableIdentifier) -> TableSnapshot:
         """The snapshot of one named table.
 
         Raises:
@@ -214,7 +214,7 @@ class StatementSnapshot:
             return False
         return TableName.of(identifier) in self.tables
 
-    def with_own_write(self, identifier: TableIdentifier | TableName, write_id: int) -> (
+    def with_own_write(self, identifier: TableIdentifier, write_id: int) -> (
         StatementSnapshot
     ):
         """This snapshot with ``write_id`` marked committed: a writer reading its own write."""

@@ -46,6 +46,7 @@ class WriteId:
     table_id: int
     name: TableName
     write_id: int
+    location: str
 
 
 class _Tx:
@@ -366,7 +367,7 @@ class CatalogStore:
         """
         with self._write(f"allocating a write id for {name}") as tx:
             row = tx.conn.execute(
-                sa.select(db.tables.c.table_id, db.tables.c.managed)
+                sa.select(db.tables.c.table_id, db.tables.c.managed, db.tables.c.location)
                 .where(db.tables.c.db_name == name.database, db.tables.c.name == name.table)
             ).first()
             if row is None:
@@ -379,7 +380,7 @@ class CatalogStore:
             vwil = self._write_id_list(tx.conn, row.table_id, name)
             tx.emit(EventType.ALLOC_WRITE_ID, name, row.table_id, write_id,
                     {"write_ids": str(vwil)})
-            return WriteId(row.table_id, name, write_id)
+            return WriteId(int(row.table_id), name, write_id, row.location)
 
     def commit_write(
         self, write: WriteId, *, schema: str | None = None,
