@@ -224,12 +224,13 @@ def parse_instant_time(value: str) -> datetime:
 
 
 def _next_after(value: str) -> str:
+    """The smallest instant time after ``value`` one millisecond on (as text, strictly greater)."""
     try:
         return format_instant_time(parse_instant_time(value) + timedelta(milliseconds=1))
-    except ValueError:
-        # Not a calendar date (e.g. the metadata table's 00000000000000010): count on.
-        head = value[:INSTANT_TIME_LENGTH]
-        return str(int(head) + 1).zfill(len(head))
+    except (ValueError, OverflowError):
+        # Not a calendar time: count on in the same width, or lengthen (still greater as text).
+        bumped = str(int(value) + 1).zfill(len(value))
+        return bumped if len(bumped) == len(value) else value + "0"
 
 
 def new_instant_time(after: str | None = None, now: datetime | None = None) -> str:
@@ -242,8 +243,8 @@ def new_instant_time(after: str | None = None, now: datetime | None = None) -> s
     global _last_issued
     candidate = format_instant_time(now or datetime.now(UTC))
     with _issue_lock:
-        for floor in (after, _last_issued):
-            if floor and candidate <= floor:
-                candidate = _next_after(floor)
-        _last_issued = max(_last_issued, candidate)
+        floor = max(after or "", _last_issued)
+        if floor and candidate <= floor:
+            candidate = _next_after(floor)
+        _last_issued = candidate
     return candidate
