@@ -1,5 +1,57 @@
 """The hudisql SQL dialect: script splitting, statement classification, typed commands.
 
-Imports nothing but sqlglot. Statements that are not hudisql's pass to Spark as their
-original text, byte for byte.
+Imports nothing but sqlglot (and :mod:`hudisql.errors`). ``parse_script(text)`` returns
+the statements; hudisql's own become commands, every other statement passes to Spark as
+its original text, byte for byte.
 """
+
+from __future__ import annotations
+
+from hudisql.parser.commands import (
+    AlterTableAddColumns,
+    AlterTableRename,
+    Assignment,
+    ColumnSpec,
+    Command,
+    CreateTable,
+    Delete,
+    DropTable,
+    Insert,
+    Merge,
+    MergeClause,
+    RollbackToInstant,
+    ShowCommits,
+    ShowTimeline,
+    TableName,
+    Update,
+)
+from hudisql.parser.dialect import Hudi
+from hudisql.parser.parser import HudiParser
+from hudisql.parser.procedures import PROCEDURES
+from hudisql.parser.script import Statement, parse_script
+from hudisql.parser.statements import STATEMENTS
+
+__all__ = [
+    "PROCEDURES",
+    "STATEMENTS",
+    "AlterTableAddColumns",
+    "AlterTableRename",
+    "Assignment",
+    "ColumnSpec",
+    "Command",
+    "CreateTable",
+    "Delete",
+    "DropTable",
+    "Hudi",
+    "HudiParser",
+    "Insert",
+    "Merge",
+    "MergeClause",
+    "RollbackToInstant",
+    "ShowCommits",
+    "ShowTimeline",
+    "Statement",
+    "TableName",
+    "Update",
+    "parse_script",
+]

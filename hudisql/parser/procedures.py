@@ -1,0 +1,256 @@
+"""SHOW TIMELINE and Hudi's CALL procedures (``CALL show_commits(table => 't')``).
+
+CALL parsing is generic: a procedure name, then positional and/or named (``name => value``)
+literal arguments, bound against the procedure's parameter table in :data:`PROCEDURES`.
+Adding a procedure is one :class:`Procedure` entry and, if new, one command class.
+"""
+
+from __future__ import annotations
+
+import typing as t
+from dataclasses import dataclass
+
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokenizer_core import Token, TokenType
+
+from hudisql.errors import SqlParseError
+from hudisql.parser.commands import (
+    Command,
+    RollbackToInstant,
+    ShowCommits,
+    ShowTimeline,
+    TableName,
+)
+from hudisql.parser.tokens import Unterminated
+
+if t.TYPE_CHECKING:
+    from hudisql.parser.parser import HudiParser
+
+SHOW_TIMELINE_FORM = "SHOW TIMELINE [ON] <table | 'path'> [LIMIT n]"
+_TYPE_NAMES = {str: "a quoted string", int: "a whole number", bool: "true or false"}
+
+
+def parse_show_timeline(p: HudiParser) -> ShowTimeline:
+    """``SHOW TIMELINE [ON] <table | 'path'> [LIMIT n]``."""
+    p.match_words("ON")
+    if not p._curr or p.peek_words("LIMIT"):
+        raise p.error(
+            f"SHOW TIMELINE needs a table name or a quoted path; the form is {SHOW_TIMELINE_FORM}"
+        )
+    table, path = None, None
+    if p._curr.token_type in (TokenType.STRING, TokenType.RAW_STRING):
+        path = p.parse_string("the table path")
+    else:
+        table = p.parse_table_name(f"a table name or a quoted path ({SHOW_TIMELINE_FORM})")
+    limit = p.parse_count("LIMIT") if p.match_words("LIMIT") else None
+    p.expect_end(SHOW_TIMELINE_FORM)
+    return ShowTimeline(table=table, path=path, limit=limit)
+
+
+@dataclass(frozen=True)
+class Argument:
+    """A literal CALL argument and the token it was written at (None for a default)."""
+
+    value: object
+    token: Token | None
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """A procedure parameter: its name, Python type, and whether it must be given."""
+
+    name: str
+    kind: type
+    required: bool = False
+    default: object = None
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """A CALL procedure: its parameters in positional order and how to build its command."""
+
+    name: str
+    parameters: tuple[Parameter, ...]
+    build: t.Callable[[HudiParser, dict[str, Argument]], Command]
+
+
+def _table(p: HudiParser, arg: Argument) -> TableName:
+    """Read a ``table => 'db.t'`` argument as a table name."""
+    text = str(arg.value)
+    try:
+        tokens = p.dialect.tokenize(text)
+        sub = type(p)(dialect=p.dialect)
+        sub.sql, sub._tokens, sub._tokens_size, sub._index = text, tokens, len(tokens), -1
+        sub._advance()
+        name = sub.parse_table_name("a table name")
+        sub.expect_end("a table name")
+    except (SqlParseError, ParseError, TokenError, Unterminated):
+        raise p.error(
+            f"{text!r} is not a table name; write it as 'table' or 'db.table'", arg.token
+        ) from None
+    return name
+
+
+def _limit(p: HudiParser, arg: Argument) -> int:
+    value = t.cast(int, arg.value)
+    if value < 0:
+        raise p.error(f"limit must be a whole number of 0 or more, not {value}", arg.token)
+    return value
+
+
+def _build_show_timeline(p: HudiParser, args: dict[str, Argument]) -> Command:
+    table, path = args["table"], args["path"]
+    if (table.value is None) == (path.value is None):
+        raise p.error(
+            "show_timeline needs exactly one of table => '...' or path => '...'",
+            table.token or path.token,
+        )
+    return ShowTimeline(
+        table=_table(p, table) if table.value is not None else None,
+        path=t.cast("str | None", path.value),
+        limit=_limit(p, args["limit"]),
+    )
+
+
+def _build_show_commits(p: HudiParser, args: dict[str, Argument]) -> Command:
+    return ShowCommits(_table(p, args["table"]), _limit(p, args["limit"]))
+
+
+def _build_rollback(p: HudiParser, args: dict[str, Argument]) -> Command:
+    instant = args["instant_time"]
+    text = str(instant.value)
+    if not (text.isdigit() and len(text) in (14, 17)):
+        raise p.error(
+            f"instant_time {text!r} is not an instant time; give its 14 or 17 digits "
+            "(yyyyMMddHHmmss[SSS]) as SHOW TIMELINE lists them",
+            instant.token,
+        )
+    return RollbackToInstant(_table(p, args["table"]), text)
+
+
+PROCEDURES: dict[str, Procedure] = {
+    proc.name: proc
+    for proc in (
+        Procedure(
+            "show_timeline",
+            (Parameter("table", str), Parameter("path", str), Parameter("limit", int, default=20)),
+            _build_show_timeline,
+        ),
+        Procedure(
+            "show_commits",
+            (Parameter("table", str, required=True), Parameter("limit", int, default=10)),
+            _build_show_commits,
+        ),
+        Procedure(
+            "rollback_to_instant",
+            (Parameter("table", str, required=True), Parameter("instant_time", str, True)),
+            _build_rollback,
+        ),
+    )
+}
+
+
+def parse_call(p: HudiParser) -> Command:
+    """``CALL [system.]procedure(arg, ..., name => arg, ...)``.
+
+    Raises:
+        SqlParseError: unknown procedure (the error lists the known ones), unknown or
+            repeated parameter, missing required argument, or a value of the wrong type.
+    """
+    name_token = p._curr
+    parts = p.parse_dotted_name("a procedure name after CALL")
+    # Hudi's docs write CALL system.<procedure>; 'system' has no meaning there.
+    if len(parts) == 2 and parts[0].lower() == "system":
+        parts = parts[1:]
+    name = ".".join(parts).lower()
+    procedure = PROCEDURES.get(name)
+    if procedure is None:
+        raise p.error(
+            f"unknown procedure {'.'.join(parts)!r}; hudisql knows {', '.join(sorted(PROCEDURES))}",
+            name_token,
+        )
+    given = parse_arguments(p, procedure)
+    p.expect_end(f"CALL {procedure.name}(...)")
+    return procedure.build(p, bind_arguments(p, procedure, given, name_token))
+
+
+def parse_arguments(p: HudiParser, procedure: Procedure) -> list[tuple[str | None, Argument]]:
+    """Consume ``( [name =>] literal, ... )`` and return the arguments in order."""
+    p.expect_token(TokenType.L_PAREN, "(", f"after CALL {procedure.name}")
+    given: list[tuple[str | None, Argument]] = []
+    while p._curr and p._curr.token_type != TokenType.R_PAREN:
+        name = None
+        start = p._curr
+        if p._next.token_type == TokenType.FARROW:
+            name = p.parse_identifier("a parameter name")
+            p._advance()
+        given.append((name, Argument(parse_literal(p), start)))
+        if not p._match(TokenType.COMMA):
+            break
+    p.expect_token(TokenType.R_PAREN, ")", f"to close the arguments of {procedure.name}")
+    return given
+
+
+def parse_literal(p: HudiParser) -> object:
+    """Consume a literal argument: a string, a whole number (maybe negative), true, false."""
+    token = p._curr
+    negative = p._match(TokenType.DASH)
+    if p._match(TokenType.NUMBER) and p._prev.text.isdigit():
+        return -int(p._prev.text) if negative else int(p._prev.text)
+    if not negative:
+        if p._match_set((TokenType.STRING, TokenType.RAW_STRING)):
+            return p._prev.text
+        if p.match_words("TRUE") or p.match_words("FALSE"):
+            return p._prev.text.upper() == "TRUE"
+        if p.match_words("NULL"):
+            return None
+    raise p.error(
+        "procedure arguments are literals: a quoted string, a whole number, true or false",
+        token if token else None,
+    )
+
+
+def bind_arguments(
+    p: HudiParser, procedure: Procedure, given: list[tuple[str | None, Argument]], at: Token
+) -> dict[str, Argument]:
+    """Match positional and named arguments to ``procedure``'s parameters, checking types."""
+    by_name = {param.name.lower(): param for param in procedure.parameters}
+    bound: dict[str, Argument] = {}
+    named_seen = False
+    for position, (name, arg) in enumerate(given):
+        if name is None:
+            if named_seen:
+                raise p.error("a positional argument cannot follow a named one", arg.token)
+            if position >= len(procedure.parameters):
+                raise p.error(
+                    f"{procedure.name} takes at most {len(procedure.parameters)} arguments",
+                    arg.token,
+                )
+            param = procedure.parameters[position]
+        else:
+            named_seen = True
+            found = by_name.get(name.lower())
+            if found is None:
+                raise p.error(
+                    f"{procedure.name} has no parameter {name!r}; its parameters are "
+                    f"{', '.join(q.name for q in procedure.parameters)}",
+                    arg.token,
+                )
+            param = found
+        if param.name in bound:
+            raise p.error(f"argument {param.name} is given twice", arg.token)
+        kind_ok = isinstance(arg.value, param.kind) and not (
+            param.kind is int and isinstance(arg.value, bool)
+        )
+        if arg.value is not None and not kind_ok:
+            raise p.error(
+                f"{param.name} must be {_TYPE_NAMES[param.kind]}, not {arg.value!r}", arg.token
+            )
+        bound[param.name] = arg
+    for param in procedure.parameters:
+        given_arg = bound.get(param.name)
+        if given_arg is None or given_arg.value is None:
+            if param.required:
+                raise p.error(f"{procedure.name} needs {param.name} => ...", at)
+            bound[param.name] = Argument(param.default, given_arg.token if given_arg else None)
+    return bound

@@ -1,0 +1,102 @@
+"""Scripts: split into statements (each its original text and position), then classify.
+
+Splitting works on the hudisql tokenizer's tokens, so a ``;`` inside a string, a quoted
+identifier or a comment never splits. Each statement's text is the exact slice of the
+script between two semicolons, trimmed of surrounding whitespace; comments stay in it
+(a comment before a statement belongs to that statement). Empty statements are dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sqlglot.tokenizer_core import Token, TokenType
+
+from hudisql.parser.commands import Command
+from hudisql.parser.dialect import Hudi
+from hudisql.parser.parser import HudiParser
+from hudisql.parser.position import line_and_column
+from hudisql.parser.tokens import tokenize
+
+_DIALECT = Hudi()
+_WHITESPACE = " \t\r\n\f\v"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a script.
+
+    ``text`` is its original text, byte for byte (``script[start:start + len(text)]``);
+    ``line`` and ``column`` (1-based) are where it starts; ``command`` is its hudisql
+    command, or None when it passes through to Spark as ``text``.
+    """
+
+    text: str
+    line: int
+    column: int
+    command: Command | None
+    start: int
+
+    @property
+    def end(self) -> int:
+        """The script offset just past the statement's text."""
+        return self.start + len(self.text)
+
+
+def split_tokens(script: str, tokens: list[Token]) -> Iterator[tuple[int, int, list[Token]]]:
+    """Yield ``(start, end, tokens)`` per non-empty statement, whitespace trimmed off."""
+    begin = 0
+    current: list[Token] = []
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            if current:
+                yield _trimmed(script, begin, token.start, current)
+                current = []
+            begin = token.end + 1
+        else:
+            current.append(token)
+    if current:
+        yield _trimmed(script, begin, len(script), current)
+
+
+def _trimmed(
+    script: str, begin: int, end: int, tokens: list[Token]
+) -> tuple[int, int, list[Token]]:
+    chunk = script[begin:end]
+    start = begin + len(chunk) - len(chunk.lstrip(_WHITESPACE))
+    return start, begin + len(chunk.rstrip(_WHITESPACE)), tokens
+
+
+def parse_script(text: str, parser: type[HudiParser] = HudiParser) -> list[Statement]:
+    """Split ``text`` into statements and parse hudisql's own into commands.
+
+    Args:
+        text: a script of ``;``-separated statements.
+        parser: the parser class (a subclass adds statements, see :class:`HudiParser`).
+
+    Returns:
+        The statements in order; nothing is returned unless the whole script parses.
+
+    Raises:
+        SqlParseError: an unterminated string, quoted identifier or comment anywhere, or
+            a malformed hudisql statement; the message names line and column.
+
+    >>> for s in parse_script("SELECT ';' AS x; -- note\\nSHOW TIMELINE ON db.t LIMIT 5"):
+    ...     print(s.line, s.column, repr(s.text), type(s.command).__name__)
+    1 1 "SELECT ';' AS x" NoneType
+    1 18 '-- note\\nSHOW TIMELINE ON db.t LIMIT 5' ShowTimeline
+    """
+    tokens = tokenize(Hudi.tokenizer_class(dialect=_DIALECT), text)
+    statements = []
+    instance: HudiParser | None = None
+    for start, end, segment in split_tokens(text, tokens):
+        command = None
+        match = parser.match_statement(segment)
+        if match is not None:
+            _, parse, used = match
+            instance = instance or parser(dialect=_DIALECT)
+            command = instance.parse_statement(segment, text, parse, used)
+        line, column = line_and_column(text, start)
+        statements.append(Statement(text[start:end], line, column, command, start))
+    return statements
