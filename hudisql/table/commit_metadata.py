@@ -125,13 +125,20 @@ class WriteStat:
                 ):
                     raise ValueError(f"logFiles is {value!r}, not a list of file names")
                 stat.log_files = list(value or [])
+        # Keys holding what to_dict writes anyway are not kept: a parsed stat then equals
+        # the one that was written, and writing it again gives the same JSON.
+        for key, default in stat._layout():
+            if key not in _NAMED and key in stat.extra and stat.extra[key] == default:
+                del stat.extra[key]
         return stat
+
+    def _layout(self) -> list[tuple[str, Any]]:
+        return _WRITE_STAT_LAYOUT + (_DELTA_STAT_LAYOUT if self.is_delta else [])
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object Hudi writes for this stat (same keys, same order)."""
-        layout = _WRITE_STAT_LAYOUT + (_DELTA_STAT_LAYOUT if self.is_delta else [])
         out: dict[str, Any] = {}
-        for key, default in layout:
+        for key, default in self._layout():
             if key in _NAMED:
                 out[key] = getattr(self, _NAMED[key])
             elif key in self.extra:
