@@ -32,7 +32,7 @@ from hudisql.catalog.lock import CatalogLockProvider
 from hudisql.catalog.poller import NotificationPoller
 from hudisql.catalog.store import CatalogStore, WriteId
 from hudisql.catalog.write_ids import ValidWriteIdList
-from hudisql.errors import CatalogError, TableNotFoundError
+from hudisql.errors import CatalogError, CatalogUnavailableError, TableNotFoundError
 from hudisql.table.properties import TableProperties
 from hudisql.table.storage import Storage
 
@@ -206,10 +206,9 @@ class SqlCatalog(Catalog):
         super().__init__(name, **properties)
         self.warehouse = os.path.abspath(str(properties.get("warehouse") or "spark-warehouse"))
         uri = properties.get("uri") or sqlite_url(self.warehouse)
-        if str(uri).startswith("sqlite:///"):
-            os.makedirs(os.path.dirname(os.path.abspath(str(uri)[len("sqlite:///"):])) or ".",
-                        exist_ok=True)
         self.uri = str(uri)
+        if self.uri.startswith("sqlite:///"):
+            _make_parent(self.uri[len("sqlite:///"):], self.uri)
         self.engine = db.create_engine(
             db.normalize_url(self.uri),
             busy_timeout=_float(properties.get("busy_timeout"), 5.0),
@@ -466,6 +465,15 @@ class SqlCatalog(Catalog):
 def sqlite_url(warehouse: str) -> str:
     """The default catalog: a SQLite file in the warehouse directory."""
     return "sqlite:///" + os.path.join(os.path.abspath(warehouse), "hudisql_catalog.db")
+
+
+def _make_parent(path: str, uri: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
+    except OSError as exc:
+        raise CatalogUnavailableError(
+            f"the catalog database {uri} cannot be created: {exc}; point 'uri' or "
+            "'warehouse' at a writable directory") from None
 
 
 def _timeline_at(location: str) -> TimelineSummary | None:

@@ -32,6 +32,8 @@ class NotificationPoller:
         self._poll_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._rounds = 0
+        self._round_done = threading.Condition()
 
     def poll_once(self, max_events: int | None = None) -> int:
         """Fetch and apply the next events (at most ``max_events``); returns how many were new.
@@ -75,6 +77,20 @@ class NotificationPoller:
             self._thread.join()
             self._thread = None
 
+    @property
+    def rounds(self) -> int:
+        """How many polling rounds the background thread has finished."""
+        with self._round_done:
+            return self._rounds
+
+    def wait_rounds(self, count: int, timeout: float) -> bool:
+        """Block until the background thread finished ``count`` rounds in all; False on timeout.
+
+        A round that starts after this call has seen every event committed before it.
+        """
+        with self._round_done:
+            return self._round_done.wait_for(lambda: self._rounds >= count, timeout)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
@@ -85,4 +101,7 @@ class NotificationPoller:
                 if self.last_error is None:
                     log.warning("catalog poller: %s", exc)
                 self.last_error = exc
+            with self._round_done:
+                self._rounds += 1
+                self._round_done.notify_all()
             self._stop.wait(self.interval)
