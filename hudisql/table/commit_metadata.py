@@ -95,7 +95,9 @@ class WriteStat:
     @property
     def is_delta(self) -> bool:
         """True for the stat of a log file (written with the delta-stat keys)."""
-        return self.log_version is not None or bool(self.log_files)
+        return bool(self.log_files) or any(
+            v is not None for v in (self.log_version, self.log_offset, self.base_file)
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WriteStat:
@@ -157,6 +159,10 @@ def _as_int(key: str, value: Any, default: int | None) -> Any:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{key} is {value!r}, not a whole number")
     return value
+
+
+def _or_empty(value: Any) -> Any:
+    return {} if value is None else value
 
 
 def _as_text(key: str, value: Any) -> str | None:
@@ -232,9 +238,10 @@ class CommitMetadata:
         """
         if not isinstance(data, Mapping):
             raise ValueError(f"the content is a JSON {type(data).__name__}, not an object")
-        stats = data.get("partitionToWriteStats") or {}
-        replaced = data.get("partitionToReplaceFileIds") or {}
-        extra = data.get("extraMetadata") or {}
+        # Hudi writes null for an empty part; anything else must be an object.
+        stats = _or_empty(data.get("partitionToWriteStats"))
+        replaced = _or_empty(data.get("partitionToReplaceFileIds"))
+        extra = _or_empty(data.get("extraMetadata"))
         if not isinstance(stats, Mapping) or not all(isinstance(v, list) for v in stats.values()):
             raise ValueError("partitionToWriteStats is not an object of lists")
         if not isinstance(replaced, Mapping) or not isinstance(extra, Mapping):
