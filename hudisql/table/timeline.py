@@ -132,7 +132,9 @@ class Timeline:
         """The completed instants (of ``actions``, if given), oldest first."""
         wanted = _action_set(actions)
         return [
-            i for i in self.instants if i.is_completed and (wanted is None or i.action in wanted)
+            i
+            for i in self._index()[0]
+            if i.is_completed and (wanted is None or i.action in wanted)
         ]
 
     def pending(self, actions: Iterable[str] | None = None) -> list[Instant]:
@@ -140,7 +142,7 @@ class Timeline:
         wanted = _action_set(actions)
         return [
             i
-            for i in self.instants
+            for i in self._index()[0]
             if not i.is_completed and (wanted is None or i.action in wanted)
         ]
 
@@ -161,7 +163,7 @@ class Timeline:
         """
         wanted = _action_set(actions)
         last = None
-        for instant in self.instants:
+        for instant in self._index()[0]:
             if wanted is not None and instant.action not in wanted:
                 continue
             if not instant.is_completed:
@@ -172,7 +174,7 @@ class Timeline:
     @property
     def start_timestamp(self) -> str | None:
         """The instant time of the first active instant, or None for an empty timeline."""
-        instants = self.instants
+        instants = self._index()[0]
         return instants[0].timestamp if instants else None
 
     def is_completed(self, timestamp: str) -> bool:
@@ -186,7 +188,7 @@ class Timeline:
             return instant.is_completed
         start = self.start_timestamp
         return start is not None and timestamp < start and (
-            timestamp not in self.rolled_back_instants()
+            timestamp not in self._rolled_back_set()
         )
 
     def rolled_back_instants(self) -> set[str]:
@@ -195,6 +197,9 @@ class Timeline:
         Raises:
             CorruptTableError: a rollback's metadata is malformed (names the instant).
         """
+        return set(self._rolled_back_set())
+
+    def _rolled_back_set(self) -> set[str]:
         with self._lock:
             if self._rolled_back is None:
                 undone: set[str] = set()
@@ -202,7 +207,7 @@ class Timeline:
                     data = self.read_content(rollback)
                     undone |= RollbackMetadata.parse(data, self._label(rollback)).rolled_back()
                 self._rolled_back = undone
-            return set(self._rolled_back)
+            return self._rolled_back
 
     # -- contents ----------------------------------------------------------------------------
 
