@@ -11,6 +11,7 @@ import os
 import posixpath
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -23,6 +24,7 @@ class FileStatus:
     path: str
     size: int
     is_dir: bool
+    mtime: datetime | None = None
 
     @property
     def name(self) -> str:
@@ -94,7 +96,8 @@ class Storage:
         for info in self.fs.get_file_info(selector):
             path = info.path
             rel = path[len(prefix) :] if path.startswith(prefix) else path
-            out.append(FileStatus(rel, int(info.size or 0), info.type == pafs.FileType.Directory))
+            is_dir = info.type == pafs.FileType.Directory
+            out.append(FileStatus(rel, int(info.size or 0), is_dir, info.mtime))
         return out
 
     def makedirs(self, rel: str) -> None:

@@ -13,8 +13,6 @@ import posixpath
 import threading
 from collections.abc import Iterable, Iterator
 
-import pyarrow.fs as pafs
-
 from hudisql.errors import (
     CorruptTableError,
     InstantExistsError,
@@ -79,14 +77,11 @@ class Timeline:
     def load(cls, storage: Storage, props: TableProperties) -> Timeline:
         """The timeline of the table at ``storage`` (reads the folder listing only)."""
         layout = props.timeline_layout
-        selector = pafs.FileSelector(
-            storage.full_path(props.timeline_dir), allow_not_found=True, recursive=False
-        )
         files = []
-        for info in storage.fs.get_file_info(selector):
-            if info.type != pafs.FileType.File:
+        for info in storage.list_dir(props.timeline_dir):
+            if info.is_dir:
                 continue
-            instant = parse_instant_file_name(info.base_name, layout, info.mtime)
+            instant = parse_instant_file_name(info.name, layout, info.mtime)
             if instant is not None:
                 files.append(instant)
         return cls(storage, props, files)
