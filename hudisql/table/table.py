@@ -1,0 +1,212 @@
+"""A Hudi table opened from its base path: properties, timeline, schema, file slices, reads.
+
+:class:`HudiTable` is the core's entry point for other modules and tools; it reads
+snapshots (and time travel) in pure Python by merging every latest file slice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+
+from hudisql.errors import CorruptTableError, HudiSqlError
+from hudisql.table.fsview import FileSlice, FileSystemView
+from hudisql.table.merge import read_file_slice
+from hudisql.table.properties import TableProperties
+from hudisql.table.schema import avro_to_arrow, with_meta_fields
+from hudisql.table.storage import Storage
+from hudisql.table.timeline import Timeline
+
+__all__ = ["HudiTable", "normalize_as_of"]
+
+# yyyy-MM-dd[ T]HH:mm:ss[.SSS], the other spelling Hudi accepts for time travel.
+_ISO_INSTANT = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?$")
+
+
+def normalize_as_of(as_of: str | None) -> str | None:
+    """``as_of`` as a 17-digit instant time, or None.
+
+    Accepts ``yyyyMMddHHmmssSSS``, ``yyyyMMddHHmmss`` (the whole second: ``999`` is added,
+    as Hudi does) and ``yyyy-MM-dd HH:mm:ss[.SSS]``.
+
+    Raises:
+        HudiSqlError: ``as_of`` has none of these forms.
+    """
+    if as_of is None:
+        return None
+    text = str(as_of).strip()
+    if text.isdigit() and len(text) == 17:
+        return text
+    if text.isdigit() and len(text) == 14:
+        return text + "999"
+    m = _ISO_INSTANT.match(text)
+    if m:
+        *date_time, millis = m.groups()
+        return "".join(date_time) + (millis.ljust(3, "0") if millis else "999")
+    raise HudiSqlError(
+        f"as_of={as_of!r} is not an instant time: give yyyyMMddHHmmssSSS (e.g. "
+        "20250331030645735) or 'yyyy-MM-dd HH:mm:ss[.SSS]'"
+    )
+
+
+class HudiTable:
+    """One Hudi table: its storage, ``hoodie.properties``, timeline, schema and file slices.
+
+    Open with :meth:`HudiTable.open`; the object is a snapshot of the timeline at open time
+    (call :meth:`reload` to see later commits).
+    """
+
+    def __init__(self, storage: Storage, properties: TableProperties, timeline: Timeline) -> None:
+        self.storage = storage
+        self.properties = properties
+        self.timeline = timeline
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> HudiTable:
+        """Open the table at ``path`` (a local path or ``scheme://`` URI).
+
+        Raises:
+            TableNotFoundError: ``path`` holds no ``.hoodie/hoodie.properties``.
+            CorruptTableError: hoodie.properties or an instant file is malformed.
+            UnsupportedTableVersionError: the table version is not 6, 8 or 9.
+        """
+        storage = Storage(os.fspath(path))
+        properties = TableProperties.load(storage)
+        return cls(storage, properties, Timeline.load(storage, properties))
+
+    def reload(self) -> HudiTable:
+        """The same table re-opened: current properties and timeline."""
+        properties = TableProperties.load(self.storage)
+        return HudiTable(self.storage, properties, Timeline.load(self.storage, properties))
+
+    def __repr__(self) -> str:
+        return f"HudiTable({self.name!r}, {self.storage.base_uri!r}, v{self.properties.version})"
+
+    @property
+    def name(self) -> str:
+        """The table name (``hoodie.table.name``)."""
+        return self.properties.table_name
+
+    @property
+    def base_path(self) -> str:
+        """The table's base path as given to :meth:`open`."""
+        return self.storage.base_uri
+
+    # -- schema ----------------------------------------------------------------------------
+
+    @cached_property
+    def avro_schema(self) -> str:
+        """The table's Avro schema (JSON, without meta fields) as of the last commit.
+
+        Raises:
+            CorruptTableError: no commit and no ``hoodie.table.create.schema`` records it.
+        """
+        return self.avro_schema_as_of(None)
+
+    @cached_property
+    def schema(self) -> pa.Schema:
+        """The table's Arrow schema, the five meta columns first.
+
+        Raises:
+            CorruptTableError: no commit and no ``hoodie.table.create.schema`` records it.
+        """
+        return self.schema_as_of(None)
+
+    def avro_schema_as_of(self, as_of: str | None) -> str:
+        """The Avro schema (JSON) of the last completed write no later than ``as_of``.
+
+        Falls back to ``hoodie.table.create.schema`` when no such commit records a schema.
+
+        Raises:
+            CorruptTableError: nothing records the table's schema.
+        """
+        as_of = normalize_as_of(as_of)
+        rolled_back = self.timeline.rolled_back_instants()
+        for instant in reversed(self.timeline.completed()):
+            if not instant.is_write or instant.timestamp in rolled_back:
+                continue
+            if as_of is not None and instant.timestamp > as_of:
+                continue
+            schema = self.timeline.commit_metadata(instant).schema
+            if schema:
+                return schema
+        if self.properties.create_schema:
+            return self.properties.create_schema
+        raise CorruptTableError(
+            f"table {self.name} at {self.base_path}: no completed commit"
+            f"{'' if as_of is None else f' up to {as_of}'} records a schema and "
+            "hoodie.properties has no hoodie.table.create.schema; write to the table first"
+        )
+
+    def schema_as_of(self, as_of: str | None) -> pa.Schema:
+        """The Arrow schema (meta columns first) as of ``as_of``; see :meth:`avro_schema_as_of`."""
+        avro: dict[str, Any] = json.loads(self.avro_schema_as_of(as_of))
+        return avro_to_arrow(with_meta_fields(avro))
+
+    # -- file slices and reads -------------------------------------------------------------
+
+    def file_system_view(self, as_of: str | None = None) -> FileSystemView:
+        """The file-system view of the table as of ``as_of`` (default: latest)."""
+        return FileSystemView(self.storage, self.properties, self.timeline, normalize_as_of(as_of))
+
+    def file_slices(
+        self, as_of: str | None = None, partitions: Sequence[str] | None = None
+    ) -> list[FileSlice]:
+        """The latest file slice of every file group as of ``as_of``.
+
+        Args:
+            partitions: relative partition paths to list (default: every partition).
+        """
+        view = self.file_system_view(as_of)
+        if partitions is None:
+            return view.latest_file_slices()
+        return [s for p in partitions for s in view.latest_file_slices(p)]
+
+    def read(
+        self, as_of: str | None = None, columns: Sequence[str] | None = None
+    ) -> pa.Table:
+        """Read the table's snapshot (or its state as of ``as_of``) into Arrow.
+
+        Args:
+            as_of: an instant time; see :func:`normalize_as_of` for accepted forms.
+            columns: the columns to return, in that order (default: all, meta columns first).
+
+        Returns:
+            A ``pyarrow.Table`` of the merged rows of every latest file slice.
+
+        Raises:
+            HudiSqlError: ``as_of`` is malformed or a column is not in the table.
+            CorruptTableError: the table's schema cannot be found.
+        """
+        as_of = normalize_as_of(as_of)
+        schema = self.schema_as_of(as_of)
+        if columns is not None:
+            unknown = [c for c in columns if c not in schema.names]
+            if unknown:
+                raise HudiSqlError(
+                    f"table {self.name} has no column(s) {unknown}; its columns are {schema.names}"
+                )
+        view = self.file_system_view(as_of)
+        tables = [
+            read_file_slice(
+                self.storage,
+                self.properties,
+                self.timeline,
+                file_slice,
+                as_of,
+                columns,
+                schema=schema,
+                visible=view.visible,
+            )
+            for file_slice in view.latest_file_slices()
+        ]
+        if not tables:
+            empty = schema.empty_table()
+            return empty if columns is None else empty.select(list(columns))
+        return pa.concat_tables(tables)
