@@ -75,24 +75,31 @@ class _BytesSource:
 
 
 class _FileSource:
-    """A log file read through positioned reads and a small window, never whole."""
+    """A log file read through positioned reads into two small windows, never whole."""
 
     WINDOW = 16 * 1024
+    # A window starts a little before the byte asked for: a block's tail (footer, trailing
+    # length) is read just before its end, and the same window then holds the next header.
+    BACK = 512
     SEARCH_CHUNK = 1 << 20
 
     def __init__(self, f: Any, size: int) -> None:
         self.f = f
         self.size = size
-        self.buf = b""
-        self.buf_pos = 0
+        # Two windows (most recent first): a block's head and its tail.
+        self.windows: list[tuple[int, bytes]] = []
 
     def read(self, pos: int, n: int) -> bytes:
-        off = pos - self.buf_pos
-        if off < 0 or off + n > len(self.buf):
-            self.buf = bytes(self.f.read_at(max(n, self.WINDOW), pos))
-            self.buf_pos = pos
-            off = 0
-        return self.buf[off : off + n]
+        for i, (start, buf) in enumerate(self.windows):
+            off = pos - start
+            if off >= 0 and off + n <= len(buf):
+                if i:
+                    self.windows.insert(0, self.windows.pop(i))
+                return buf[off : off + n]
+        start = max(0, pos - self.BACK)
+        buf = bytes(self.f.read_at(max(n + pos - start, self.WINDOW), start))
+        self.windows = [(start, buf), *self.windows[:1]]
+        return buf[pos - start : pos - start + n]
 
     def find(self, pattern: bytes, start: int) -> int:
         pos = start
@@ -307,10 +314,12 @@ def _decode_avro(content: bytes, info: LogBlockInfo) -> pa.Table:
         raise _block_error(info, "content shorter than its version and record count")
     version, count = struct.unpack_from(">ii", content, 0)
     if version not in _AVRO_BLOCK_VERSIONS:
-        raise UnsupportedFormatError(
-            f"Avro data block version {version} at byte {info.position} of {info.log_file} "
-            f"is not supported (only {_AVRO_BLOCK_VERSIONS})"
-        )
+        if version == 1:
+            raise UnsupportedFormatError(
+                f"Avro data block version 1 at byte {info.position} of {info.log_file} "
+                f"(Hudi before 0.5) is not supported, only versions {_AVRO_BLOCK_VERSIONS}"
+            )
+        raise _block_error(info, f"unknown data block version {version}")
     if count < 0 or count * 4 > len(content) - 8:
         raise _block_error(info, f"record count {count} does not fit the content")
     try:
@@ -370,6 +379,8 @@ def decode_delete_block(data: bytes, info: LogBlockInfo) -> list[DeleteRecord]:
     if len(content) < 8:
         raise _block_error(info, "content shorter than its version and length")
     version, length = struct.unpack_from(">ii", content, 0)
+    if version not in (1, 2, _DELETE_BLOCK_VERSION):
+        raise _block_error(info, f"unknown delete block version {version}")
     if version != _DELETE_BLOCK_VERSION:
         raise UnsupportedFormatError(
             f"delete block version {version} at byte {info.position} of {info.log_file} "
