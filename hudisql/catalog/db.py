@@ -186,7 +186,8 @@ def translate_errors(engine: Engine, doing: str) -> Iterator[None]:
                 "available"
             ) from exc
         raise CatalogError(
-            f"the catalog database refused a request while {doing}: {_first_line(exc)}"
+            f"the catalog database {redact(str(engine.url))} refused a request while {doing}: "
+            f"{_first_line(exc)}; check that the URL names a hudisql catalog database"
         ) from exc
 
 

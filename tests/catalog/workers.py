@@ -11,6 +11,7 @@ import json
 import random
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hudisql.catalog import (
@@ -227,3 +228,42 @@ def create_race_worker(url: str, warehouse: str, name: tuple[str, str], barrier:
     except BaseException:
         barrier.abort()
         results.put(("error", traceback.format_exc()))
+
+
+def lock_counter_worker(url: str, key: str, rounds: int, barrier: Any, counter: str,
+                        log: str, results: Any) -> None:
+    """Increment a shared counter file ``rounds`` times, each under the catalog lock."""
+    import os
+
+    try:
+        with SqlCatalog("lock", uri=url, poll_interval=0, prewarm=False) as cat:
+            provider = cat.lock_provider(lease=30)
+            barrier.wait(BARRIER_TIMEOUT)
+            for _ in range(rounds):
+                with provider.lock(key, timeout=BARRIER_TIMEOUT):
+                    with open(log, "a") as f:
+                        f.write(f"enter {os.getpid()}\n")
+                    value = int(Path(counter).read_text())
+                    os.sched_yield()  # invite another process into the critical section
+                    Path(counter).write_text(str(value + 1))
+                    with open(log, "a") as f:
+                        f.write(f"exit {os.getpid()}\n")
+        results.put(("ok", os.getpid()))
+    except BaseException:
+        barrier.abort()
+        results.put(("error", traceback.format_exc()))
+
+
+def lock_holder_worker(url: str, key: str, lease: float, acquired: Any, release: Any,
+                       crash: bool) -> None:
+    """Take the lock, signal ``acquired``; then release it when told, or die holding it."""
+    import os
+
+    with (
+        SqlCatalog("lock", uri=url, poll_interval=0, prewarm=False) as cat,
+        cat.lock_provider(lease=lease).lock(key, timeout=BARRIER_TIMEOUT),
+    ):
+        acquired.set()
+        if crash:
+            os._exit(0)  # dies holding the lock: no release, no more heartbeats
+        release.wait(BARRIER_TIMEOUT)
