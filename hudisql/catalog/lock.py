@@ -23,7 +23,7 @@ from sqlalchemy.engine import Engine
 from hudisql.catalog import db
 from hudisql.errors import CatalogError, LockError
 
-_MAX_BACKOFF = 0.2
+_MAX_BACKOFF = 0.05
 
 
 class CatalogLockProvider:
