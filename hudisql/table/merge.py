@@ -418,17 +418,16 @@ def _is_natural(value: Any) -> bool:
 
 
 def _comparable(source: pa.DataType, target: pa.DataType) -> bool:
-    if pa.types.is_null(source):
+    types = pa.types
+    if types.is_null(source):
         return True
-    numeric = (pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal)
+    numeric = (types.is_integer, types.is_floating, types.is_decimal)
     if any(f(source) for f in numeric):
-        return any(f(target) for f in numeric) or (
-            pa.types.is_integer(source) and pa.types.is_temporal(target)
-        )
-    if pa.types.is_string(source) or pa.types.is_large_string(source):
-        return pa.types.is_string(target) or pa.types.is_large_string(target)
-    same: bool = source.equals(target)
-    return same
+        to_time = bool(types.is_integer(source) and types.is_temporal(target))
+        return to_time or any(f(target) for f in numeric)
+    if types.is_string(source) or types.is_large_string(source):
+        return bool(types.is_string(target) or types.is_large_string(target))
+    return bool(source.equals(target))
 
 
 def _warn_corrupt(block: LogBlockInfo, reason: str | None = None) -> None:
