@@ -240,11 +240,6 @@ class MetastoreCache:
 
     # ---------------------------------------------------------------- stats
 
-    def count_miss_only(self) -> None:
-        """Count a lookup that bypassed the cache (the table was not in the statement)."""
-        with self._lock:
-            self._misses += 1
-
     def stats(self) -> CacheStats:
         """A consistent copy of the counters."""
         with self._lock:

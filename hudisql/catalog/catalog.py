@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 from urllib.parse import quote
 
 from hudisql.catalog import db
@@ -178,7 +178,7 @@ class Catalog(abc.ABC):
             tx.write, schema=tx.schema, set_properties=tx.set_properties,
             unset_properties=tx.unset_properties, timeline=tx.timeline)
 
-    def __enter__(self) -> Catalog:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
