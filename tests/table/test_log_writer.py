@@ -8,6 +8,7 @@ import json
 import struct
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import fastavro
 import hudi
@@ -188,7 +189,7 @@ def test_delete_ordering_values_keep_their_union_branch() -> None:
     schema_path = LOG_FILES["valid_log_delete"].parent.parent.parent / "HoodieDeleteRecordList.avsc"
     parsed = fastavro.parse_schema(json.loads(schema_path.read_text()))
     content = block[info.content_position:info.content_position + info.content_length]
-    blob = fastavro.schemaless_reader(io.BytesIO(content[8:]), parsed, None)
+    blob: Any = fastavro.schemaless_reader(io.BytesIO(content[8:]), parsed, None)
     assert [r["recordKey"] for r in blob["deleteRecordList"]] == [r.record_key for r in records]
     assert blob["deleteRecordList"][7]["orderingVal"] == Decimal("-12.5")
 

@@ -6,6 +6,7 @@ import datetime as dt
 import json
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -272,7 +273,7 @@ def test_records_round_trip_with_maps_as_dicts() -> None:
         ("l", pa.list_(pa.map_(pa.string(), pa.int32()))),
         ("d", pa.decimal128(10, 5)), ("t", pa.timestamp("us", tz="UTC")), ("day", pa.date32()),
     ])
-    records = [
+    records: list[dict[str, Any]] = [
         {"m": {"k": {"v": 1}}, "l": [{"a": 1}, None], "d": Decimal("1.50000"),
          "t": dt.datetime(2023, 4, 1, 12, 1, tzinfo=dt.UTC), "day": dt.date(2023, 4, 1)},
         {"m": None, "l": None, "d": None, "t": None, "day": None},
