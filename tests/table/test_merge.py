@@ -41,7 +41,7 @@ SCHEMA = pa.schema([("id", pa.string()), ("ord", pa.int64()), ("val", pa.string(
 FILE_ID = "5d1f3a3e-0b4c-4a57-9a3e-2f1c0e9b7a11-0"
 BASE = "20240101000000000"
 T1, T2, T3, T4 = (f"2024010100000{i}000" for i in range(1, 5))
-Row = tuple[str, int | None, str]
+Row = tuple[Any, ...]  # (id, ord, val[, more columns])
 
 
 class SliceTable:
@@ -253,7 +253,7 @@ def test_instant_named_by_a_completed_rollback_is_not_merged(t: SliceTable) -> N
 
 
 def _broken_trailing_length(block: bytes) -> bytes:
-    (total,) = __import__("struct").unpack(">q", block[-8:])
+    total = int.from_bytes(block[-8:], "big")
     return block[:-8] + (total + 1).to_bytes(8, "big")
 
 
@@ -300,9 +300,9 @@ def test_log_compacted_block_stands_in_for_the_blocks_it_names(t: SliceTable) ->
     t.instant(T3, state="inflight", action=Action.LOGCOMPACTION)
     pending = t.values()
     assert pending["a"] == (6, "t1-a") and pending["b"] == (6, "t2-b")
-    t.timeline.complete(
-        t.timeline.reload().get(T3), CommitMetadata(compacted=True).to_json()
-    )
+    inflight = t.timeline.reload().get(T3)
+    assert inflight is not None
+    t.timeline.complete(inflight, CommitMetadata(compacted=True).to_json())
     table, report = t.merge()
     assert {r["id"]: r["val"] for r in table.to_pylist()} == {
         "a": "compacted-a", "b": "base-b", "c": "base-c"

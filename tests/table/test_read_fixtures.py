@@ -61,7 +61,8 @@ def _hudi_read(name: str, as_of: str | None = None) -> pa.Table:
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
-    return table.sort_by(KEY).to_pylist()
+    rows: list[dict[str, Any]] = table.sort_by(KEY).to_pylist()
+    return rows
 
 
 def assert_same_table(ours: pa.Table, theirs: pa.Table) -> None:
