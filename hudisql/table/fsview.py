@@ -175,6 +175,7 @@ class FileSystemView:
         # v6 names a log by its slice's base instant; v8+ by the deltacommit that wrote it.
         self._log_names_writer = props.version >= 8
         self._listing: dict[str, list[FileStatus]] | None = None
+        self._partition_listing: dict[str, list[FileStatus]] = {}
         self._replaced: set[tuple[str, str]] | None = None
 
     # -- listing -------------------------------------------------------------------------
@@ -213,7 +214,11 @@ class FileSystemView:
     def _partition_files(self, partition: str) -> list[FileStatus]:
         if self._listing is not None:
             return self._listing.get(partition, [])
-        return [s for s in self.storage.list_dir(partition) if not s.is_dir]
+        files = self._partition_listing.get(partition)
+        if files is None:
+            files = [s for s in self.storage.list_dir(partition) if not s.is_dir]
+            self._partition_listing[partition] = files
+        return files
 
     # -- replaced file groups ------------------------------------------------------------
 

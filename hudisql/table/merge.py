@@ -132,7 +132,9 @@ def read_file_slice(
         A ``pyarrow.Table``. Corrupt log blocks are skipped with a ``CorruptLogBlockWarning``.
 
     Raises:
-        HudiSqlError: a requested column is not in the schema, or a file format is unsupported.
+        HudiSqlError: a requested column is not in the schema, or a column cannot be read
+            as the schema's type.
+        UnsupportedFormatError: a non-parquet base file or an HFile data block.
     """
     table, _ = merge_file_slice(
         storage, props, timeline, file_slice, as_of, columns, schema=schema, visible=visible
@@ -341,8 +343,11 @@ class _Merger:
         # Only base rows a log touches take part in the merge; the rest pass through.
         touched = pc.is_in(base.column(self.key), value_set=pc.unique(log_keys))
         touched = pc.fill_null(touched, False)
-        untouched = base.filter(pc.invert(touched))
-        candidates = pa.concat_tables([base.filter(touched), log_data])
+        if pc.any(touched).as_py():
+            untouched = base.filter(pc.invert(touched))
+            candidates = pa.concat_tables([base.filter(touched), log_data])
+        else:
+            untouched, candidates = base, log_data  # inserts only: the base passes as is
         n_base = candidates.num_rows - log_data.num_rows
         # Base rows come before every log record.
         positions = np.concatenate([np.arange(-n_base, 0, dtype=np.int64), *data_pos])

@@ -155,6 +155,15 @@ def test_greatest_ordering_value_wins_whatever_the_log_order(t: SliceTable) -> N
     assert t.values() == {"a": (9, "t1-a"), "b": (6, "t2-b"), "c": (5, "base-c")}
 
 
+def test_new_keys_in_logs_are_added_to_the_base_rows(t: SliceTable) -> None:
+    t.instant(T1)
+    t.write_log(t.data(T1, [("d", 1, "t1-d"), ("e", 1, "t1-e")]))
+    assert t.values() == {
+        "a": (5, "base-a"), "b": (5, "base-b"), "c": (5, "base-c"),
+        "d": (1, "t1-d"), "e": (1, "t1-e"),
+    }
+
+
 def test_ties_go_to_the_later_record_in_log_order(t: SliceTable) -> None:
     t.instant(T1)
     t.instant(T2)
