@@ -89,7 +89,7 @@ def test_log_files_of_a_slice_are_in_log_order() -> None:
     assert [(log.version, log.write_token) for log in only.log_files] == [
         (1, "0-33-43"), (2, "1-0-1"), (3, "0-13-9")
     ]
-    assert only.paths[0] == only.base_file.path if only.base_file else False
+    assert only.base_file is not None and only.paths[0] == only.base_file.path
     assert only.total_size == sum(
         (table_path("v6_nonpartitioned_rollback") / p).stat().st_size for p in only.paths
     )

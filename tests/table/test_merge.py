@@ -285,6 +285,19 @@ def test_corrupt_block_is_skipped_reported_and_reading_goes_on(t: SliceTable) ->
     assert report.corrupt and all(b.block_type == BlockType.CORRUPT for b in report.corrupt)
 
 
+def test_log_file_cut_short_keeps_the_blocks_before_the_cut(t: SliceTable) -> None:
+    t.instant(T1)
+    t.instant(T2)
+    cut = t.data(T2, [("b", 9, "t2-b")])
+    t.write_log(t.data(T1, [("a", 6, "t1-a")]), cut[: len(cut) // 2])
+    with pytest.warns(CorruptLogBlockWarning, match="corrupt log block"):
+        table, report = t.merge()
+    assert {r["id"]: r["val"] for r in table.to_pylist()} == {
+        "a": "t1-a", "b": "base-b", "c": "base-c"
+    }
+    assert len(report.corrupt) == 1
+
+
 def test_block_whose_content_does_not_decode_is_skipped(t: SliceTable) -> None:
     t.instant(T1)
     t.instant(T2)
