@@ -55,7 +55,7 @@ _WIDE = Context(prec=100)
 class _Source(Protocol):
     size: int
 
-    def read(self, pos: int, n: int) -> bytes: ...
+    def window(self, pos: int, n: int) -> tuple[bytes, int]: ...
 
     def find(self, pattern: bytes, start: int) -> int: ...
 
@@ -67,8 +67,9 @@ class _BytesSource:
         self.data = data
         self.size = len(data)
 
-    def read(self, pos: int, n: int) -> bytes:
-        return self.data[pos : pos + n]
+    def window(self, pos: int, n: int) -> tuple[bytes, int]:
+        """A buffer and offset holding bytes ``pos`` to ``pos + n`` (fewer at end of file)."""
+        return self.data, pos
 
     def find(self, pattern: bytes, start: int) -> int:
         return self.data.find(pattern, start)
@@ -89,17 +90,18 @@ class _FileSource:
         # Two windows (most recent first): a block's head and its tail.
         self.windows: list[tuple[int, bytes]] = []
 
-    def read(self, pos: int, n: int) -> bytes:
+    def window(self, pos: int, n: int) -> tuple[bytes, int]:
+        """A buffer and offset holding bytes ``pos`` to ``pos + n`` (fewer at end of file)."""
         for i, (start, buf) in enumerate(self.windows):
             off = pos - start
-            if off >= 0 and off + n <= len(buf):
+            if off >= 0 and (off + n <= len(buf) or start + len(buf) >= self.size):
                 if i:
                     self.windows.insert(0, self.windows.pop(i))
-                return buf[off : off + n]
+                return buf, off
         start = max(0, pos - self.BACK)
         buf = bytes(self.f.read_at(max(n + pos - start, self.WINDOW), start))
         self.windows = [(start, buf), *self.windows[:1]]
-        return buf[pos - start : pos - start + n]
+        return buf, pos - start
 
     def find(self, pattern: bytes, start: int) -> int:
         pos = start
@@ -146,10 +148,12 @@ def scan_log_file(storage: Storage, rel: str) -> list[LogBlockInfo]:
 def _scan(src: _Source, log_file: str) -> list[LogBlockInfo]:
     out: list[LogBlockInfo] = []
     pos = 0
-    while pos < src.size:
-        if src.read(pos, len(MAGIC)) != MAGIC:
+    size = src.size
+    while pos < size:
+        buf, off = src.window(pos, _PREFIX.size)
+        if buf[off : off + len(MAGIC)] != MAGIC:
             nxt = src.find(MAGIC, pos + 1)
-            end = nxt if nxt >= 0 else src.size
+            end = nxt if nxt >= 0 else size
             reason = f"{end - pos} bytes at {pos} are not a log block (no magic)"
             out.append(_corrupt(log_file, pos, end, reason))
             pos = end
@@ -158,7 +162,7 @@ def _scan(src: _Source, log_file: str) -> list[LogBlockInfo]:
             info = _read_block(src, pos, log_file)
         except _Corrupt as e:
             nxt = src.find(MAGIC, pos + len(MAGIC))
-            end = nxt if nxt >= 0 else src.size
+            end = nxt if nxt >= 0 else size
             out.append(_corrupt(log_file, pos, end, str(e)))
             pos = end
             continue
@@ -175,12 +179,17 @@ def _corrupt(log_file: str, start: int, end: int, reason: str) -> LogBlockInfo:
     )
 
 
+_BLOCK_TYPES = {int(t): t for t in BlockType if t != BlockType.CORRUPT}
+_HEADER_KEYS = {int(k): k for k in HeaderKey}
+_PAIR = struct.Struct(">ii")
+
+
 def _read_block(src: _Source, pos: int, log_file: str) -> LogBlockInfo:
     """The info of the block at ``pos`` (its magic already seen), or raise _Corrupt."""
-    prefix = src.read(pos, _PREFIX.size)
-    if len(prefix) < _PREFIX.size:
+    if pos + _PREFIX.size > src.size:
         raise _Corrupt(f"the file ends {src.size - pos} bytes into a block header")
-    _, block_size, version, type_code = _PREFIX.unpack(prefix)
+    buf, off = src.window(pos, _PREFIX.size)
+    _, block_size, version, type_code = _PREFIX.unpack_from(buf, off)
     end = pos + len(MAGIC) + 8 + block_size
     if block_size < _MIN_BLOCK_SIZE:
         raise _Corrupt(f"block size {block_size} is too small for a block")
@@ -189,59 +198,65 @@ def _read_block(src: _Source, pos: int, log_file: str) -> LogBlockInfo:
             f"block of {block_size} bytes is cut short: the file ends "
             f"{src.size - pos - len(MAGIC) - 8} bytes into it"
         )
-    (trailing,) = _I64.unpack(src.read(end - 8, 8))
+    buf, off = src.window(end - 8, 8)
+    (trailing,) = _I64.unpack_from(buf, off)
     if trailing != block_size + len(MAGIC):
         raise _Corrupt(
             f"trailing length {trailing} does not match block size {block_size} (+6)"
         )
     if version != FORMAT_VERSION:
         raise _Corrupt(f"unsupported log format version {version}")
-    try:
-        block_type = BlockType(type_code)
-    except ValueError:
-        raise _Corrupt(f"unknown block type {type_code}") from None
-    if block_type == BlockType.CORRUPT:
-        raise _Corrupt("block is marked CORRUPT")
-    header, p = _read_metadata(src, pos + _PREFIX.size, end - 8, "header")
-    if p + 8 > end - 8:
+    block_type = _BLOCK_TYPES.get(type_code)
+    if block_type is None:
+        if type_code == BlockType.CORRUPT:
+            raise _Corrupt("block is marked CORRUPT")
+        raise _Corrupt(f"unknown block type {type_code}")
+    limit = end - 8
+    header, p = _read_metadata(src, pos + _PREFIX.size, limit, "header", _HEADER_KEYS)
+    if p + 8 > limit:
         raise _Corrupt("block ends inside its content length")
-    (content_length,) = _I64.unpack(src.read(p, 8))
+    buf, off = src.window(p, 8)
+    (content_length,) = _I64.unpack_from(buf, off)
     content_pos = p + 8
-    if content_length < 0 or content_pos + content_length + 4 > end - 8:
+    if content_length < 0 or content_pos + content_length + 4 > limit:
         raise _Corrupt(f"content length {content_length} runs past the end of the block")
-    footer, p = _read_metadata(src, content_pos + content_length, end - 8, "footer")
-    if p != end - 8:
-        raise _Corrupt(f"{end - 8 - p} stray bytes between the footer and the trailing length")
-    try:
-        typed_header = {HeaderKey(k): v for k, v in header.items()}
-    except ValueError as e:
-        raise _Corrupt(f"unknown header key: {e}") from None
-    return LogBlockInfo(
-        log_file=log_file, position=pos, length=end - pos, block_type=block_type,
-        header=typed_header, footer=footer, content_position=content_pos,
-        content_length=content_length, format_version=version,
-    )
+    footer, p = _read_metadata(src, content_pos + content_length, limit, "footer", None)
+    if p != limit:
+        raise _Corrupt(f"{limit - p} stray bytes between the footer and the trailing length")
+    # Positional: keyword arguments cost twice as much, once per block.
+    return LogBlockInfo(log_file, pos, end - pos, block_type, header, footer, content_pos,
+                        content_length, None, version)
 
 
-def _read_metadata(src: _Source, pos: int, limit: int, what: str) -> tuple[dict[int, str], int]:
+def _read_metadata(
+    src: _Source, pos: int, limit: int, what: str, keys: dict[int, HeaderKey] | None
+) -> tuple[dict[Any, str], int]:
     if pos + 4 > limit:
         raise _Corrupt(f"block ends inside its {what}")
-    (count,) = _I32.unpack(src.read(pos, 4))
+    buf, off = src.window(pos, 4)
+    (count,) = _I32.unpack_from(buf, off)
     pos += 4
+    if count == 0:  # every footer Hudi writes
+        return {}, pos
     if count < 0 or count * 8 > limit - pos:
         raise _Corrupt(f"{what} entry count {count} does not fit the block")
-    entries: dict[int, str] = {}
+    entries: dict[Any, str] = {}
     for _ in range(count):
         if pos + 8 > limit:
             raise _Corrupt(f"block ends inside its {what}")
-        key, length = struct.unpack(">ii", src.read(pos, 8))
+        buf, off = src.window(pos, 8)
+        code, length = _PAIR.unpack_from(buf, off)
         pos += 8
         if length < 0 or pos + length > limit:
-            raise _Corrupt(f"{what} entry {key} of {length} bytes runs past the block")
+            raise _Corrupt(f"{what} entry {code} of {length} bytes runs past the block")
+        key = code if keys is None else keys.get(code)
+        if key is None:
+            raise _Corrupt(f"unknown header key {code}")
+        buf, off = src.window(pos, length)
         try:
-            entries[key] = src.read(pos, length).decode("utf-8")
+            entries[key] = buf[off : off + length].decode("utf-8")
         except UnicodeDecodeError:
-            raise _Corrupt(f"{what} entry {key} is not UTF-8") from None
+            raise _Corrupt(f"{what} entry {code} is not UTF-8") from None
         pos += length
     return entries, pos
 
