@@ -304,20 +304,27 @@ class _Merger:
 
     def __init__(self, props: TableProperties, target: pa.Schema, out_columns: list[str]) -> None:
         self.key = RECORD_KEY_COLUMN
-        if self.key not in target.names:
-            raise CorruptTableError(
-                f"table {props.table_name} has no {RECORD_KEY_COLUMN} column; "
-                "tables without meta fields (virtual keys) are not supported"
-            )
+        self.table_name = props.table_name
+        self.has_key = self.key in target.names
         merge_mode = props.get("hoodie.record.merge.mode", "EVENT_TIME_ORDERING")
         ordering = props.precombine_field
         if merge_mode == "COMMIT_TIME_ORDERING" or ordering not in target.names:
             ordering = None
         self.ordering = ordering
-        needed = set(out_columns) | {self.key} | ({ordering} if ordering else set())
+        needed = set(out_columns) | {self.key, ordering}
         self.work_schema = pa.schema([f for f in target if f.name in needed])
 
     def merge(self, base: pa.Table, blocks: list[pa.Table | _Deletes]) -> pa.Table:
+        """The base rows merged with the log blocks (in log order), one row per key.
+
+        Raises:
+            UnsupportedFormatError: the table has no record key column to merge by.
+        """
+        if not self.has_key:
+            raise UnsupportedFormatError(
+                f"table {self.table_name} has no {RECORD_KEY_COLUMN} column to merge its "
+                "log files by: tables without meta fields (virtual keys) are not supported"
+            )
         log_tables = [conform_table(b, self.work_schema) for b in blocks if isinstance(b, pa.Table)]
         log_data = pa.concat_tables(log_tables) if log_tables else self.work_schema.empty_table()
         # Positions in log order: block by block, and record by record within a block.
