@@ -29,7 +29,7 @@ def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/catalog.db"
     server: PostgresServer = request.getfixturevalue("pg_server")
-    return server.new_database()
+    return server.empty_catalog()
 
 
 @pytest.fixture

@@ -92,6 +92,21 @@ class PostgresServer:
             host="127.0.0.1", port=self.port, user="postgres", dbname="postgres",
             autocommit=True)
 
+    def empty_catalog(self) -> str:
+        """The URL of the shared ``catalog`` database, emptied of every catalog table
+        (much faster than a new database per test)."""
+        with self.admin() as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = 'catalog'").fetchone()
+            if exists is None:
+                conn.execute("CREATE DATABASE catalog")
+        with psycopg.connect(host="127.0.0.1", port=self.port, user="postgres",
+                             dbname="catalog", autocommit=True) as conn:
+            conn.execute(
+                "DROP TABLE IF EXISTS hudisql_databases, hudisql_tables, hudisql_write_ids, "
+                "hudisql_notification_log, hudisql_sequences, hudisql_locks")
+        return self.url("catalog")
+
     def new_database(self) -> str:
         """Create a fresh, empty database; returns its catalog URL."""
         name = "cat_" + uuid.uuid4().hex[:12]

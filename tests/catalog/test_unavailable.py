@@ -79,7 +79,7 @@ def test_sqlite_file_that_is_not_a_database(tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_postgres_locked_by_another_session(pg_server: PostgresServer, tmp_path: Path) -> None:
-    url = pg_server.new_database()
+    url = pg_server.empty_catalog()
     with SqlCatalog("t", uri=url, warehouse=str(tmp_path), poll_interval=0,
                     busy_timeout=0.3) as cat:
         cat.create_table(A, schema="a")
