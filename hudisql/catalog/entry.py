@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hudisql.catalog.write_ids import ValidWriteIdList
@@ -112,7 +112,6 @@ class TableEntry:
     timeline: TimelineSummary
     valid_write_ids: ValidWriteIdList | None
     as_of_event: int = 0
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def external(self) -> bool:
