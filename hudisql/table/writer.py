@@ -1,0 +1,562 @@
+"""Writing Hudi tables without Spark: create a table, then insert, upsert, delete, roll back.
+
+:func:`create_table` lays down a version-6 table (``hoodie.properties`` and the timeline
+folders). :class:`WriteClient` makes each write one whole commit, as Hudi does:
+``requested`` -> ``inflight`` (holding the planned write stats) -> data files ->
+``completed`` (v6 JSON commit metadata). Merge-on-read tables take updates and deletes as
+new log files of Avro data and delete blocks; copy-on-write tables rewrite the base file
+of each file group they touch. Inserts always start new file groups. The per-slice steps
+(:func:`write_base_file`, :func:`write_log_file`) are pure functions Spark executors run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from hudisql.errors import (
+    TableAlreadyExistsError,
+    UnsupportedFormatError,
+    UnsupportedTableVersionError,
+    WriteError,
+)
+from hudisql.table import properties as P
+from hudisql.table.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.filenames import write_token
+from hudisql.table.fsview import FileSystemView
+from hudisql.table.instant import Action
+from hudisql.table.merge import conform_table, read_file_slice
+from hudisql.table.schema import META_COLUMNS, arrow_to_avro, avro_to_arrow
+from hudisql.table.storage import Storage
+from hudisql.table.table import HudiTable
+from hudisql.table.write_files import (
+    MARKER_DIR,
+    avro_text,
+    write_base_file,
+    write_log_file,
+)
+from hudisql.table.write_plan import (
+    ORDERING_COLUMN,
+    ExistingKeys,
+    SliceWrite,
+    composite_keys,
+    plan_deletes,
+    plan_inserts,
+    plan_upserts,
+)
+from hudisql.table.write_records import (
+    PARTITION_PATH,
+    RECORD_KEY,
+    Records,
+    conform_records,
+    is_key_type,
+    partition_paths,
+    precombine,
+    record_keys,
+)
+from hudisql.table.write_rollback import StepHook, rollback_instant
+
+__all__ = [
+    "CommitResult",
+    "WriteClient",
+    "create_table",
+    "write_base_file",
+    "write_log_file",
+]
+
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TYPE_ALIASES = {"MOR": P.MERGE_ON_READ, "COW": P.COPY_ON_WRITE}
+#: Set through create_table's arguments, never through options.
+_RESERVED = frozenset({
+    P.NAME, P.TABLE_TYPE, P.VERSION, P.TIMELINE_LAYOUT, P.RECORD_KEY_FIELDS, P.PARTITION_FIELDS,
+    P.PRECOMBINE_FIELD, P.KEYGEN_CLASS, P.CREATE_SCHEMA, P.CHECKSUM, P.TIMELINE_PATH,
+})
+#: Event-time merging (the greatest precombine value wins, also against stored records).
+EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+#: The folders Hudi creates with a table (timeline layout 1).
+TIMELINE_FOLDERS = (
+    ".hoodie", ".hoodie/archived", ".hoodie/.temp", ".hoodie/.schema", ".hoodie/.aux",
+    ".hoodie/.aux/.bootstrap", ".hoodie/.aux/.bootstrap/.partitions",
+    ".hoodie/.aux/.bootstrap/.fileids",
+)
+DEFAULT_MAX_RECORDS_PER_FILE = 1_000_000
+
+
+# -- create ------------------------------------------------------------------------------
+
+
+def _fields(value: str | Sequence[str], what: str, name: str) -> list[str]:
+    items = [value] if isinstance(value, str) else list(value)
+    if not all(isinstance(f, str) and f.strip() for f in items):
+        raise WriteError(f"table {name}: {what} must be column names, got {value!r}")
+    return [f.strip() for f in items]
+
+
+def _check_columns(schema: pa.Schema, fields: list[str], what: str, name: str) -> None:
+    for column in fields:
+        if schema.get_field_index(column) < 0:
+            raise WriteError(
+                f"table {name}: {what} {column!r} is not a column of the schema "
+                f"(columns: {schema.names})"
+            )
+
+
+def _check_key_types(schema: pa.Schema, fields: list[str], what: str, name: str) -> None:
+    for column in fields:
+        dtype = schema.field(column).type
+        if not is_key_type(dtype):
+            raise WriteError(
+                f"table {name}: {what} {column!r} has type {dtype}; use a string, integer, "
+                "boolean, date or decimal column"
+            )
+
+
+def _orderable(dtype: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
+        or pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
+        or pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype)
+    )
+
+
+def _table_type(table_type: str, name: str) -> str:
+    normal = str(table_type).strip().upper()
+    normal = _TYPE_ALIASES.get(normal, normal)
+    if normal not in P.TABLE_TYPES:
+        raise WriteError(
+            f"table {name}: unknown table type {table_type!r}; use MERGE_ON_READ (mor) or "
+            "COPY_ON_WRITE (cow)"
+        )
+    return normal
+
+
+def _options(options: Mapping[str, Any] | None, name: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in (options or {}).items():
+        if not isinstance(key, str) or not key.startswith("hoodie."):
+            raise WriteError(f"table {name}: option {key!r} is not a hoodie.* table property")
+        if key in _RESERVED:
+            raise WriteError(
+                f"table {name}: {key} is set from create_table's arguments, not from options"
+            )
+        out[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+def _check_location(storage: Storage, name: str) -> None:
+    where = storage.base_uri
+    if storage.exists("") and not storage.list_dir("") and storage.is_file(""):
+        raise WriteError(f"cannot create table {name}: {where} is a file, not a folder")
+    if storage.is_file(P.PROPERTIES_FILE):
+        raise TableAlreadyExistsError(
+            f"a Hudi table already exists at {where} (it has .hoodie/hoodie.properties); open "
+            "it with HudiTable.open, or choose another location"
+        )
+    leftovers = [s.path for s in storage.list_recursive(".hoodie") if not s.is_dir]
+    if leftovers:
+        raise TableAlreadyExistsError(
+            f"{where} holds a .hoodie folder with files but no hoodie.properties (e.g. "
+            f"{leftovers[0]}): a damaged table; restore its hoodie.properties or remove the "
+            "folder before creating a table there"
+        )
+
+
+def create_table(
+    path: str | os.PathLike[str],
+    name: str,
+    schema: pa.Schema,
+    record_key_fields: str | Sequence[str],
+    partition_fields: str | Sequence[str] = (),
+    precombine_field: str | None = None,
+    table_type: str = P.MERGE_ON_READ,
+    options: Mapping[str, Any] | None = None,
+) -> HudiTable:
+    """Create an empty version-6 Hudi table at ``path``: hoodie.properties and the timeline.
+
+    Args:
+        schema: the table's columns (no ``_hoodie_*`` meta columns: they are added).
+        record_key_fields: the column(s) whose values make the record key.
+        partition_fields: the column(s) whose values make the partition path.
+        precombine_field: the column whose greatest value wins when records of one key
+            meet (in a batch, and against stored records); None: the later write wins.
+        table_type: ``MERGE_ON_READ`` / ``mor`` or ``COPY_ON_WRITE`` / ``cow``.
+        options: other ``hoodie.*`` table properties, e.g.
+            ``hoodie.datasource.write.hive_style_partitioning`` (default true) or
+            ``hoodie.database.name`` (default ``default``).
+
+    Returns:
+        The new table, opened.
+
+    Raises:
+        WriteError: a bad argument (nothing is written then).
+        TableAlreadyExistsError: a table (or a damaged one) is already at ``path``.
+    """
+    if not isinstance(name, str) or not _TABLE_NAME.match(name):
+        raise WriteError(
+            f"table name {name!r} is not valid: use letters, digits and '_', not starting "
+            "with a digit"
+        )
+    if not isinstance(schema, pa.Schema) or len(schema) == 0:
+        raise WriteError(f"table {name}: schema must be a non-empty pyarrow.Schema")
+    meta = [f for f in schema.names if f.startswith("_hoodie_")]
+    if meta:
+        raise WriteError(f"table {name}: columns {meta} use the reserved prefix _hoodie_")
+    kind = _table_type(table_type, name)
+    keys = _fields(record_key_fields, "record key fields", name)
+    parts = _fields(partition_fields, "partition fields", name) if partition_fields else []
+    if not keys:
+        raise WriteError(f"table {name}: give at least one record key field")
+    _check_columns(schema, keys, "record key field", name)
+    _check_columns(schema, parts, "partition field", name)
+    _check_key_types(schema, keys, "record key field", name)
+    _check_key_types(schema, parts, "partition field", name)
+    if precombine_field is not None:
+        _check_columns(schema, [precombine_field], "precombine field", name)
+        if not _orderable(schema.field(precombine_field).type):
+            raise WriteError(
+                f"table {name}: precombine field {precombine_field!r} has type "
+                f"{schema.field(precombine_field).type}, which has no order Hudi can compare"
+            )
+    try:
+        avro = arrow_to_avro(schema, name)
+    except UnsupportedFormatError as exc:
+        raise WriteError(f"table {name}: {exc}") from exc
+    extra = _options(options, name)
+    hive_style = extra.pop(P.HIVE_STYLE, "true").strip().lower()
+    if hive_style not in ("true", "false"):
+        raise WriteError(f"table {name}: {P.HIVE_STYLE} must be true or false, not {hive_style!r}")
+    database = extra.pop(P.DATABASE, "default")
+    if precombine_field is not None:
+        extra.setdefault(P.PAYLOAD_CLASS, EVENT_TIME_PAYLOAD)
+    props = P.new_table_properties(
+        name, kind, keys, parts, precombine_field, avro_text(avro), database,
+        hive_style == "true", extra,
+    )
+    storage = Storage(os.fspath(path))
+    _check_location(storage, name)
+    for folder in TIMELINE_FOLDERS:
+        storage.makedirs(folder)
+    now = datetime.now(UTC)
+    comment = (f"Properties saved on {now.isoformat().replace('+00:00', 'Z')}\n"
+               f"{now.strftime('%a %b %d %H:%M:%S UTC %Y')}")
+    try:
+        storage.create_if_absent(
+            P.PROPERTIES_FILE, P.format_properties(props, comment).encode("ascii")
+        )
+    except FileExistsError:
+        raise TableAlreadyExistsError(
+            f"another writer created a table at {storage.base_uri} at the same moment; open it"
+        ) from None
+    return HudiTable.open(path)
+
+
+# -- writes ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """A completed write: its instant time, action and commit metadata."""
+
+    instant_time: str
+    action: str
+    metadata: CommitMetadata
+
+    def write_stats(self) -> list[WriteStat]:
+        """Every write stat of the commit."""
+        return self.metadata.write_stats()
+
+
+def _no_step(event: str, detail: str) -> None:
+    return None
+
+
+class WriteClient:
+    """Writes to one version-6 table without Spark; every call is one whole commit.
+
+    Not safe for concurrent use on one table from several clients without a lock (conflict
+    resolution is the Spark write pipeline's job). ``on_step(event, detail)`` is called at
+    each step (``requested``, ``inflight``, ``file``, ``completed``, and the rollback's);
+    raising there simulates a crash at that point.
+    """
+
+    def __init__(
+        self,
+        table: HudiTable,
+        *,
+        max_records_per_file: int = DEFAULT_MAX_RECORDS_PER_FILE,
+        on_step: StepHook | None = None,
+    ) -> None:
+        props = table.properties
+        if props.version != P.WRITE_VERSION or props.timeline_layout != 1:
+            raise UnsupportedTableVersionError(
+                f"table {table.name} at {table.base_path} is version {props.version}; hudisql "
+                f"writes only version {P.WRITE_VERSION} tables: write to it with Apache Hudi 1.x"
+            )
+        if max_records_per_file < 1:
+            raise WriteError(f"max_records_per_file must be positive, got {max_records_per_file}")
+        self._table = table
+        self.max_records_per_file = max_records_per_file
+        self.on_step: StepHook = on_step or _no_step
+
+    @property
+    def table(self) -> HudiTable:
+        """The table as of the last commit this client made (reloaded after each)."""
+        return self._table
+
+    # -- public operations -----------------------------------------------------------------
+
+    def insert(self, records: Records) -> CommitResult:
+        """Insert new records (into new file groups) as one commit.
+
+        Within the batch, records with one key are precombined (greatest precombine value;
+        ties: the later one).
+
+        Raises:
+            WriteError: bad records, or a key that is already in the table (use ``upsert``);
+                nothing is written then.
+        """
+        table = self._table = self._table.reload()
+        staged = self._stage(table, records)
+        existing = self._existing(table, staged)
+        present = pc.is_in(composite_keys(staged), value_set=existing.composite())
+        if pc.any(present).as_py():
+            key = staged.column(RECORD_KEY)[pc.index(present, True).as_py()].as_py()
+            raise WriteError(
+                f"table {table.name}: record key {key!r} is already in the table; insert adds "
+                "new records only: use upsert to update existing ones"
+            )
+        plan = plan_inserts(staged, self.max_records_per_file)
+        return self._commit(table, "INSERT", plan)
+
+    def upsert(self, records: Records) -> CommitResult:
+        """Update the records whose keys exist and insert the others, as one commit.
+
+        Merge-on-read: updates become a new log file (an Avro data block) on the file group
+        holding the key. Copy-on-write: that file group's base file is rewritten. A record
+        whose precombine value is smaller than the stored one's does not win.
+
+        Raises:
+            WriteError: bad records (nothing is written then).
+        """
+        table = self._table = self._table.reload()
+        staged = self._stage(table, records)
+        existing = self._existing(table, staged)
+        plan = plan_upserts(staged, existing, self.max_records_per_file)
+        return self._commit(table, "UPSERT", plan)
+
+    def delete(self, keys: Sequence[str] | Records) -> CommitResult:
+        """Delete records by key, as one commit; keys not in the table are ignored.
+
+        Args:
+            keys: record keys (``_hoodie_record_key`` values, looked up in every partition),
+                or records (a table or list of dicts) holding the record key fields and, to
+                look in one partition only, the partition fields.
+
+        Raises:
+            WriteError: malformed keys (nothing is written then).
+        """
+        table = self._table = self._table.reload()
+        props = table.properties
+        key_array, partitions = self._delete_keys(table, keys)
+        view = FileSystemView(table.storage, props, table.timeline)
+        wanted = view.partitions() if partitions is None else pc.unique(partitions).to_pylist()
+        existing = ExistingKeys.read(table.storage, props, table.timeline, view, wanted)
+        names = existing.table.column_names
+        dtype = existing.table.column(ORDERING_COLUMN).type if ORDERING_COLUMN in names else None
+        plan = plan_deletes(key_array, partitions, existing, dtype)
+        return self._commit(table, "DELETE", plan)
+
+    def rollback(self, instant_time: str) -> str:
+        """Roll back the failed (pending) write ``instant_time``; returns the rollback's time.
+
+        Its files are removed, a rollback instant records what was done, and only then are
+        its requested/inflight files removed from the timeline. Safe to re-run after a crash.
+
+        Raises:
+            WriteError: no such pending commit or deltacommit.
+        """
+        table = self._table.reload()
+        done = rollback_instant(table, instant_time, self.on_step)
+        self._table = table.reload()
+        return done
+
+    # -- staging ---------------------------------------------------------------------------
+
+    def _table_schema(self, table: HudiTable) -> tuple[dict[str, Any], pa.Schema]:
+        avro = json.loads(table.avro_schema)
+        avro["fields"] = [f for f in avro.get("fields", []) if f["name"] not in META_COLUMNS]
+        return avro, avro_to_arrow(avro)
+
+    def _stage(self, table: HudiTable, records: Records) -> pa.Table:
+        props, name = table.properties, table.name
+        _, schema = self._table_schema(table)
+        data = conform_records(records, schema, name)
+        keys = record_keys(data, props.record_key_fields, name)
+        parts = partition_paths(data, props.partition_fields, props.hive_style_partitioning, name)
+        n = data.num_rows
+        nulls = pa.nulls(n, pa.string())
+        meta = [nulls, nulls, keys, parts, nulls]
+        staged = pa.Table.from_arrays(
+            [*meta, *data.columns], names=[*META_COLUMNS, *data.column_names]
+        )
+        return precombine(staged, props.precombine_field, name)
+
+    def _existing(self, table: HudiTable, staged: pa.Table) -> ExistingKeys:
+        view = FileSystemView(table.storage, table.properties, table.timeline)
+        partitions = [str(p) for p in pc.unique(staged.column(PARTITION_PATH)).to_pylist()]
+        return ExistingKeys.read(table.storage, table.properties, table.timeline, view, partitions)
+
+    def _delete_keys(
+        self, table: HudiTable, keys: Sequence[str] | Records
+    ) -> tuple[pa.Array | pa.ChunkedArray, pa.Array | pa.ChunkedArray | None]:
+        props, name = table.properties, table.name
+        if isinstance(keys, str):
+            raise WriteError(f"table {name}: delete takes a list of keys, not one string")
+        if isinstance(keys, Sequence) and all(isinstance(k, str) for k in keys):
+            if any(not k for k in keys):
+                raise WriteError(f"table {name}: an empty record key cannot be deleted")
+            return pa.array(list(keys), pa.string()), None
+        _, schema = self._table_schema(table)
+        fields = props.record_key_fields + [
+            f for f in props.partition_fields if f not in props.record_key_fields
+        ]
+        sub = pa.schema([schema.field(f) for f in fields])
+        given = keys if isinstance(keys, (pa.Table, pa.RecordBatch)) else None
+        if given is not None:
+            names = set(given.schema.names)
+        else:
+            names = set().union(*(set(r) for r in keys)) if keys else set()  # type: ignore[arg-type]
+        key_fields = [f for f in props.record_key_fields]
+        missing = [f for f in key_fields if f not in names]
+        if missing:
+            raise WriteError(
+                f"table {name}: the keys to delete lack the record key fields {missing}"
+            )
+        with_partitions = bool(props.partition_fields) and all(
+            f in names for f in props.partition_fields
+        )
+        wanted = pa.schema([f for f in sub if f.name in names])
+        data = conform_records(_select(keys, wanted.names), wanted, name)
+        key_array = record_keys(data, props.record_key_fields, name)
+        if not with_partitions:
+            return key_array, None
+        return key_array, partition_paths(
+            data, props.partition_fields, props.hive_style_partitioning, name
+        )
+
+    # -- the commit ------------------------------------------------------------------------
+
+    def _commit(self, table: HudiTable, operation: str, plan: list[SliceWrite]) -> CommitResult:
+        props, timeline, storage = table.properties, table.timeline, table.storage
+        action = Action.DELTACOMMIT if props.is_mor else Action.COMMIT
+        avro, _ = self._table_schema(table)
+        schema_text = avro_text(avro)
+        planned = CommitMetadata(operation_type=operation)
+        for work in plan:
+            planned.partition_to_write_stats.setdefault(work.partition_path, []).append(
+                work.planned_stat()
+            )
+        requested = timeline.create_requested(action)
+        ts = requested.timestamp
+        self.on_step("requested", ts)
+        inflight = timeline.transition_to_inflight(requested, planned.to_json())
+        self.on_step("inflight", ts)
+        metadata = CommitMetadata(extra_metadata={"schema": schema_text}, operation_type=operation)
+        for partition in planned.partition_to_write_stats:
+            metadata.partition_to_write_stats[partition] = []
+        try:
+            for task, work in enumerate(plan):
+                stat = self._write_slice(table, work, ts, write_token(task, 0, task), schema_text)
+                metadata.add_write_stat(stat)
+                self.on_step("file", stat.path or "")
+            timeline.complete(inflight, metadata.to_json())
+        except BaseException as exc:
+            exc.add_note(
+                f"instant {ts} of table {table.name} is left inflight; its files are invisible "
+                f"to readers: WriteClient.rollback({ts!r}) removes them"
+            )
+            raise
+        self.on_step("completed", ts)
+        storage.delete_dir(f"{MARKER_DIR}/{ts}")
+        self._table = table.reload()
+        return CommitResult(ts, str(action), metadata)
+
+    def _write_slice(
+        self, table: HudiTable, work: SliceWrite, ts: str, token: str, schema_text: str
+    ) -> WriteStat:
+        storage, props = table.storage, table.properties
+        file_slice = work.file_slice
+        if file_slice is None:
+            assert work.records is not None
+            return write_base_file(
+                storage, work.partition_path, work.file_id, ts, token, work.records, schema_text
+            )
+        if props.is_mor:
+            base_file = file_slice.base_file.name if file_slice.base_file is not None else None
+            return write_log_file(
+                storage, work.partition_path, work.file_id, file_slice.base_instant, ts, token,
+                work.records, schema_text, deletes=work.deletes, attempt=0,
+                block_sequence_start=0, base_file=base_file, num_updates=work.updates,
+            )
+        merged, updated, deleted = self._merge_copy_on_write(table, work)
+        return write_base_file(
+            storage, work.partition_path, work.file_id, ts, token, merged, schema_text,
+            prev_commit=file_slice.base_instant, num_updates=updated, num_deletes=deleted,
+        )
+
+    def _merge_copy_on_write(self, table: HudiTable, work: SliceWrite) -> tuple[pa.Table, int, int]:
+        """The slice's stored rows with ``work`` applied, in file order; (rows, updated, deleted).
+
+        An update replaces the stored row in place unless its precombine value is smaller.
+        """
+        assert work.file_slice is not None
+        storage, props = table.storage, table.properties
+        schema = table.schema
+        stored = read_file_slice(storage, props, table.timeline, work.file_slice, schema=schema)
+        stored_keys = stored.column(RECORD_KEY)
+        n = stored.num_rows
+        drop = pa.repeat(pa.scalar(False), n)
+        order_stored = pa.array(range(n), pa.int64())
+        pieces = []
+        updated = 0
+        if work.records is not None and work.records.num_rows:
+            incoming = conform_table(work.records, schema)
+            position = pc.index_in(incoming.column(RECORD_KEY), value_set=stored_keys)
+            wins = pc.is_valid(position)
+            ordering = props.precombine_field
+            if ordering is not None:
+                old = pc.take(stored.column(ordering), position)
+                newer = pc.greater_equal(incoming.column(ordering), old)
+                wins = pc.and_(wins, pc.fill_null(newer, True))
+            winners = incoming.filter(wins)
+            spots = pc.filter(position, wins)
+            updated = winners.num_rows
+            drop = pc.or_(drop, pc.is_in(order_stored, value_set=spots))
+            pieces.append((winners, spots))
+        deleted = 0
+        if work.deletes:
+            gone = pc.is_in(stored_keys, value_set=pa.array([d.record_key for d in work.deletes]))
+            deleted = int(pc.sum(pc.and_(gone, pc.invert(drop))).as_py() or 0)
+            drop = pc.or_(drop, gone)
+        kept = pc.invert(drop)
+        tables = [stored.filter(kept)] + [t for t, _ in pieces]
+        orders = [pc.filter(order_stored, kept)] + [s.cast(pa.int64()) for _, s in pieces]
+        merged = pa.concat_tables(tables)
+        order = pc.sort_indices(pa.chunked_array(orders, pa.int64()))
+        return merged.take(order), updated, deleted
+
+
+def _select(records: Records, names: list[str]) -> Records:
+    if isinstance(records, pa.Table):
+        return records.select(names)
+    if isinstance(records, pa.RecordBatch):
+        return pa.Table.from_batches([records]).select(names)
+    return [{k: r.get(k) for k in names} for r in records]
