@@ -1,0 +1,1 @@
+"""Tests of hudisql.parser: grammar forms, errors, splitting, the pass-through corpus."""
