@@ -27,9 +27,9 @@ def _skip_quoted(text: str, i: int) -> int:
     raw = quote != "`" and before[-1:] in ("r", "R") and not before[:1].isalnum()
     j = i + 1
     while j < len(text):
-        if text[j] == "\\" and quote != "`" and not raw:
-            j += 2
-        elif text[j] == quote and quote == "`" and text[j + 1 : j + 2] == "`":
+        escaped = text[j] == "\\" and quote != "`" and not raw
+        doubled = quote == "`" and text[j : j + 2] == "``"
+        if escaped or doubled:
             j += 2
         elif text[j] == quote:
             return j + 1
@@ -100,7 +100,7 @@ def test_corpus_statements_all_reach_spark() -> None:
             continue
         routed += 1
         assert type(s.command).spark_fallback, s.text
-        table = getattr(s.command, "table")
+        table = s.command.table  # type: ignore[attr-defined]
         if not (isinstance(s.command, DropTable) and s.command.if_exists):
             assert table.name.lower() in created, s.text
     assert routed >= 15
