@@ -92,8 +92,21 @@ def _as_table(records: Records, schema: pa.Schema, table_name: str) -> pa.Table:
             f"table {table_name}: records must be a pyarrow Table, a RecordBatch or a list "
             f"of dicts, not {type(records).__name__}"
         )
+    rows = list(records)
+    names = set(schema.names)
+    for index, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise WriteError(f"table {table_name}: record {index} is not a dict: {row!r}")
+        keys = {k for k in row if not str(k).startswith(_META_PREFIX)}
+        if keys != names:
+            # from_pylist would drop unknown keys and fill missing ones with nulls silently.
+            raise WriteError(
+                f"table {table_name}: record {index} has the columns {sorted(keys)}, which are "
+                f"not the table's {schema.names}: unknown {sorted(keys - names)}, lack the "
+                f"columns {sorted(names - keys)}; give every column (nulls for unknown values)"
+            )
     try:
-        return pa.Table.from_pylist(list(records), schema=schema)
+        return pa.Table.from_pylist(rows, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, KeyError) as exc:
         raise WriteError(f"table {table_name}: records do not fit the table schema: {exc}") from exc
 

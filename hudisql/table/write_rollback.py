@@ -160,6 +160,9 @@ def _planned(timeline: Timeline, target: Instant) -> tuple[set[str], set[str]]:
 def _plan(table: HudiTable, target: Instant) -> RollbackPlan:
     storage, ts = table.storage, target.timestamp
     markers = _markers(storage, ts)
+    if target.is_requested and not markers:
+        # Writers create data files only once the instant is inflight: nothing to undo.
+        return RollbackPlan(InstantInfo(ts, target.action), [])
     partitions, file_ids = _planned(table.timeline, target)
     partitions |= set(markers)
     if not partitions:

@@ -466,13 +466,13 @@ class WriteClient:
             )
         requested = timeline.create_requested(action)
         ts = requested.timestamp
-        self.on_step("requested", ts)
-        inflight = timeline.transition_to_inflight(requested, planned.to_json())
-        self.on_step("inflight", ts)
         metadata = CommitMetadata(extra_metadata={"schema": schema_text}, operation_type=operation)
         for partition in planned.partition_to_write_stats:
             metadata.partition_to_write_stats[partition] = []
         try:
+            self.on_step("requested", ts)
+            inflight = timeline.transition_to_inflight(requested, planned.to_json())
+            self.on_step("inflight", ts)
             for task, work in enumerate(plan):
                 stat = self._write_slice(table, work, ts, write_token(task, 0, task), schema_text)
                 metadata.add_write_stat(stat)
@@ -480,7 +480,7 @@ class WriteClient:
             timeline.complete(inflight, metadata.to_json())
         except BaseException as exc:
             exc.add_note(
-                f"instant {ts} of table {table.name} is left inflight; its files are invisible "
+                f"instant {ts} of table {table.name} is left pending; its files are invisible "
                 f"to readers: WriteClient.rollback({ts!r}) removes them"
             )
             raise
