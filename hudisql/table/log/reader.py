@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudisql.errors import CorruptLogBlockError, UnsupportedFormatError
-from hudisql.table.log.avro_codec import AvroDecodeError, _read_long, record_codec
+from hudisql.table.log.avro_codec import AvroDecodeError, record_codec
+from hudisql.table.log.avro_nodes import read_long as _read_long
 from hudisql.table.log.format import (
     FORMAT_VERSION,
     MAGIC,

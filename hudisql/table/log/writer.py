@@ -23,7 +23,8 @@ import pyarrow as pa
 
 from hudisql.errors import WriteError
 from hudisql.table.filenames import LogFileName
-from hudisql.table.log.avro_codec import _write_varint, record_codec
+from hudisql.table.log.avro_codec import record_codec
+from hudisql.table.log.avro_nodes import write_varint as _write_varint
 from hudisql.table.log.format import (
     MAGIC,
     ORDERING_DECIMAL_PRECISION,
