@@ -116,6 +116,7 @@ def test_data_block_headers_instant_schema_and_block_identifier() -> None:
          "'<attempt>,<sequence>'"),
         ({HeaderKey.INSTANT_TIME: INSTANT, HeaderKey.SCHEMA: '{"type":"record"}'},
          "SCHEMA header differs"),
+        ({HeaderKey.INSTANT_TIME: INSTANT, 42: "x"}, "not a log block header key"),
     ],
 )
 def test_bad_data_block_headers_are_refused(header: dict[HeaderKey, str], message: str) -> None:

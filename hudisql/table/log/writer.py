@@ -59,7 +59,10 @@ _WIDE = Context(prec=100)
 
 
 def _check_header(header: Mapping[HeaderKey, str]) -> dict[HeaderKey, str]:
-    out = {HeaderKey(k): str(v) for k, v in header.items()}
+    try:
+        out = {HeaderKey(k): str(v) for k, v in header.items()}
+    except ValueError as e:
+        raise WriteError(f"not a log block header key: {e}") from None
     for key in (HeaderKey.INSTANT_TIME, HeaderKey.TARGET_INSTANT_TIME):
         if key in out and not _INSTANT.match(out[key]):
             raise WriteError(f"{key.name} {out[key]!r} is not an instant time (yyyyMMddHHmmssSSS)")
