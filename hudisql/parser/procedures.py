@@ -49,10 +49,11 @@ def parse_show_timeline(p: HudiParser) -> ShowTimeline:
 
 @dataclass(frozen=True)
 class Argument:
-    """A literal CALL argument and the token it was written at (None for a default)."""
+    """A literal CALL argument, the token of its value and of its name (None when absent)."""
 
     value: object
     token: Token | None
+    name_token: Token | None = None
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class Procedure:
 
     name: str
     parameters: tuple[Parameter, ...]
-    build: t.Callable[[HudiParser, dict[str, Argument]], Command]
+    build: t.Callable[[HudiParser, dict[str, Argument], Token], Command]
 
 
 def _table(p: HudiParser, arg: Argument) -> TableName:
@@ -98,13 +99,10 @@ def _limit(p: HudiParser, arg: Argument) -> int:
     return value
 
 
-def _build_show_timeline(p: HudiParser, args: dict[str, Argument]) -> Command:
+def _build_show_timeline(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
     table, path = args["table"], args["path"]
     if (table.value is None) == (path.value is None):
-        raise p.error(
-            "show_timeline needs exactly one of table => '...' or path => '...'",
-            table.token or path.token,
-        )
+        raise p.error("show_timeline needs exactly one of table => '...' or path => '...'", at)
     return ShowTimeline(
         table=_table(p, table) if table.value is not None else None,
         path=t.cast("str | None", path.value),
@@ -112,11 +110,11 @@ def _build_show_timeline(p: HudiParser, args: dict[str, Argument]) -> Command:
     )
 
 
-def _build_show_commits(p: HudiParser, args: dict[str, Argument]) -> Command:
+def _build_show_commits(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
     return ShowCommits(_table(p, args["table"]), _limit(p, args["limit"]))
 
 
-def _build_rollback(p: HudiParser, args: dict[str, Argument]) -> Command:
+def _build_rollback(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
     instant = args["instant_time"]
     text = str(instant.value)
     if not (text.isdigit() and len(text) in (14, 17)):
@@ -171,7 +169,7 @@ def parse_call(p: HudiParser) -> Command:
         )
     given = parse_arguments(p, procedure)
     p.expect_end(f"CALL {procedure.name}(...)")
-    return procedure.build(p, bind_arguments(p, procedure, given, name_token))
+    return procedure.build(p, bind_arguments(p, procedure, given, name_token), name_token)
 
 
 def parse_arguments(p: HudiParser, procedure: Procedure) -> list[tuple[str | None, Argument]]:
@@ -179,12 +177,13 @@ def parse_arguments(p: HudiParser, procedure: Procedure) -> list[tuple[str | Non
     p.expect_token(TokenType.L_PAREN, "(", f"after CALL {procedure.name}")
     given: list[tuple[str | None, Argument]] = []
     while p._curr and p._curr.token_type != TokenType.R_PAREN:
-        name = None
-        start = p._curr
+        name, name_token = None, None
         if p._next.token_type == TokenType.FARROW:
+            name_token = p._curr
             name = p.parse_identifier("a parameter name")
             p._advance()
-        given.append((name, Argument(parse_literal(p), start)))
+        start = p._curr
+        given.append((name, Argument(parse_literal(p), start, name_token)))
         if not p._match(TokenType.COMMA):
             break
     p.expect_token(TokenType.R_PAREN, ")", f"to close the arguments of {procedure.name}")
@@ -234,11 +233,11 @@ def bind_arguments(
                 raise p.error(
                     f"{procedure.name} has no parameter {name!r}; its parameters are "
                     f"{', '.join(q.name for q in procedure.parameters)}",
-                    arg.token,
+                    arg.name_token,
                 )
             param = found
         if param.name in bound:
-            raise p.error(f"argument {param.name} is given twice", arg.token)
+            raise p.error(f"argument {param.name} is given twice", arg.name_token or arg.token)
         kind_ok = isinstance(arg.value, param.kind) and not (
             param.kind is int and isinstance(arg.value, bool)
         )
