@@ -32,6 +32,7 @@ from hudisql.table.fsview import FileSlice, VisibleInstants
 from hudisql.table.log.format import BlockType, LogBlockInfo
 from hudisql.table.log.reader import decode_data_block, decode_delete_block, scan_blocks
 from hudisql.table.properties import TableProperties
+from hudisql.table.reconcile import BlockVerdict, ReconcileMode, Verdict, judge_log_blocks
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow, with_meta_fields
 from hudisql.table.storage import Storage
 from hudisql.table.timeline import Timeline
@@ -68,44 +69,52 @@ class SliceReadReport:
     invisible: list[LogBlockInfo] = field(default_factory=list)
     replaced: list[LogBlockInfo] = field(default_factory=list)
     commands: list[LogBlockInfo] = field(default_factory=list)
+    #: Blocks left by failed or duplicate task attempts (never merged).
+    spurious: list[LogBlockInfo] = field(default_factory=list)
+    #: Every block's verdict and its reason, in log order (decided from headers only).
+    verdicts: list[BlockVerdict] = field(default_factory=list)
 
 
-def plan_log_blocks(blocks: Sequence[LogBlockInfo], visible: VisibleInstants) -> SliceReadReport:
+_REPORT_LISTS = {
+    Verdict.CORRUPT: "corrupt",
+    Verdict.ROLLED_BACK: "rolled_back",
+    Verdict.NOT_VISIBLE: "invisible",
+    Verdict.REPLACED: "replaced",
+    Verdict.SPURIOUS: "spurious",
+}
+
+
+def plan_log_blocks(
+    blocks: Sequence[LogBlockInfo],
+    visible: VisibleInstants,
+    *,
+    reconcile: ReconcileMode | str = ReconcileMode.FULL,
+) -> SliceReadReport:
     """Sort a slice's log blocks (in log order) into merged, corrupt, voided and skipped.
+
+    Each block's verdict comes from :func:`hudisql.table.reconcile.judge_log_blocks`
+    (header-only): blocks left by failed or duplicate task attempts are ``spurious``.
+
+    Args:
+        reconcile: ``full`` (the commit's record of committed log files, else block
+            sequences), ``sequence`` (block sequences only) or ``off``.
 
     Returns:
         A report whose ``merged`` list holds, in log order, the data and delete blocks a
         reader as of ``visible`` merges; nothing is decoded here.
     """
     report = SliceReadReport()
-    sound = []
-    for block in blocks:
-        if block.is_corrupt or block.block_type == BlockType.CORRUPT:
-            report.corrupt.append(block)
-        elif block.block_type == BlockType.COMMAND:
+    report.verdicts = judge_log_blocks(blocks, visible, reconcile)
+    for verdict in report.verdicts:
+        block = verdict.block
+        if block.block_type == BlockType.COMMAND:
             report.commands.append(block)
-        elif block.block_type in _MERGED_BLOCKS:
-            sound.append(block)
-    # Rollback blocks apply whatever their own instant: Hudi's readers never filter command
-    # blocks, and a rollback's target is never to be seen again.
-    voided = {
-        b.target_instant_time
-        for b in report.commands
-        if b.is_rollback_command and b.target_instant_time
-    }
-    live = []
-    for block in sound:
-        if block.instant_time in voided:
-            report.rolled_back.append(block)
-        elif block.instant_time not in visible:
-            report.invisible.append(block)
+        elif verdict.verdict == Verdict.VALID:
+            report.merged.append(block)
+        elif verdict.verdict == Verdict.NOT_VISIBLE and block.block_type not in _MERGED_BLOCKS:
+            continue  # CDC blocks are neither merged nor reported
         else:
-            live.append(block)
-    # A visible compacted block replaces the blocks it names. Taking the union over every
-    # visible block (replaced ones included) makes the replacement transitive.
-    replaced_times = {t for b in live for t in b.compacted_block_times}
-    for block in live:
-        (report.replaced if block.instant_time in replaced_times else report.merged).append(block)
+            getattr(report, _REPORT_LISTS[verdict.verdict]).append(block)
     return report
 
 
@@ -119,6 +128,7 @@ def read_file_slice(
     *,
     schema: pa.Schema | None = None,
     visible: VisibleInstants | None = None,
+    reconcile: ReconcileMode | str = ReconcileMode.FULL,
 ) -> pa.Table:
     """The merged rows of ``file_slice`` as of ``as_of``, meta columns first.
 
@@ -127,6 +137,8 @@ def read_file_slice(
         schema: the Arrow schema (meta columns included) to return rows in; by default the
             union of the slice's own file schemas. Missing columns come back as nulls.
         visible: the instants a reader sees, when the caller already built them.
+        reconcile: how blocks of failed or duplicate task attempts are found (see
+            :func:`plan_log_blocks`); ``full`` by default.
 
     Returns:
         A ``pyarrow.Table``. Corrupt log blocks are skipped with a ``CorruptLogBlockWarning``.
@@ -137,7 +149,8 @@ def read_file_slice(
         UnsupportedFormatError: a non-parquet base file or an HFile data block.
     """
     table, _ = merge_file_slice(
-        storage, props, timeline, file_slice, as_of, columns, schema=schema, visible=visible
+        storage, props, timeline, file_slice, as_of, columns, schema=schema, visible=visible,
+        reconcile=reconcile,
     )
     return table
 
@@ -152,6 +165,7 @@ def merge_file_slice(
     *,
     schema: pa.Schema | None = None,
     visible: VisibleInstants | None = None,
+    reconcile: ReconcileMode | str = ReconcileMode.FULL,
 ) -> tuple[pa.Table, SliceReadReport]:
     """Like :func:`read_file_slice`, also returning what was done with each log block.
 
@@ -165,7 +179,7 @@ def merge_file_slice(
         data = storage.read_bytes(log.path)
         log_bytes[log.path] = data
         blocks.extend(scan_blocks(data, log_file=log.path))
-    report = plan_log_blocks(blocks, visible)
+    report = plan_log_blocks(blocks, visible, reconcile=reconcile)
     for block in report.corrupt:
         _warn_corrupt(block)
 
