@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from hudisql.table.commit_metadata import NULL_COMMIT, WriteStat
 from hudisql.table.filenames import new_file_id
 from hudisql.table.fsview import FileSlice, FileSystemView
-from hudisql.table.log.format import DeleteRecord
+from hudisql.table.log.format import ORDERING_TYPES, DeleteRecord
 from hudisql.table.merge import read_file_slice
 from hudisql.table.properties import TableProperties
 from hudisql.table.storage import Storage
@@ -28,21 +28,16 @@ from hudisql.table.timeline import Timeline
 from hudisql.table.write_records import PARTITION_PATH, RECORD_KEY
 
 __all__ = [
-    "ORDERING_COLUMN",
-    "ORDERING_TYPES_BY_ARROW",
+    "NATURAL_ORDER_BRANCH",
     "ExistingKeys",
     "SliceWrite",
     "composite_keys",
-    "ordering_type",
     "plan_deletes",
     "plan_inserts",
     "plan_upserts",
 ]
 
 _FILE_ID = "__file_id"
-_ORDER = "__ordering"
-#: The column of :attr:`ExistingKeys.table` holding stored ordering values.
-ORDERING_COLUMN = _ORDER
 
 
 @dataclass
@@ -78,34 +73,15 @@ class SliceWrite:
         )
 
 
-#: The branch of a delete block's ``orderingVal`` union for each precombine column type.
-ORDERING_TYPES_BY_ARROW: tuple[tuple[Any, str], ...] = (
-    (pa.types.is_int64, "long"),
-    (pa.types.is_integer, "int"),
-    (pa.types.is_float32, "float"),
-    (pa.types.is_floating, "double"),
-    (pa.types.is_string, "string"),
-    (pa.types.is_large_string, "string"),
-    (pa.types.is_binary, "bytes"),
-    (pa.types.is_decimal, "decimal"),
-    (pa.types.is_date32, "date"),
-)
-
-
-def ordering_type(dtype: pa.DataType) -> str | None:
-    """The ``orderingVal`` union branch for values of ``dtype``, or None when there is none."""
-    if pa.types.is_timestamp(dtype):
-        return "timestamp-millis" if dtype.unit in ("s", "ms") else "timestamp-micros"
-    for test, name in ORDERING_TYPES_BY_ARROW:
-        if test(dtype):
-            return name
-    return None
+#: The ``orderingVal`` branch of a delete: what Spark writes, "int 0" (the bytes ``04 00``:
+#: union branch 2, which Hudi's schema calls IntWrapper). Hudi and the hudi reader take it
+#: as a natural-order delete: it removes what came before it and loses to what follows.
+NATURAL_ORDER_BRANCH = ORDERING_TYPES[2]
 
 
 @dataclass
 class ExistingKeys:
-    """The keys stored in the latest slices of some partitions: partition, key, file id,
-    and the stored ordering value (when the table has a precombine field)."""
+    """The keys stored in the latest slices of some partitions, with their file ids."""
 
     table: pa.Table
     slices: dict[tuple[str, str], FileSlice]
@@ -119,16 +95,16 @@ class ExistingKeys:
         view: FileSystemView,
         partitions: Sequence[str],
     ) -> ExistingKeys:
-        """Read the record keys (and ordering values) of every latest slice of ``partitions``."""
-        ordering = props.precombine_field
+        """Read the record keys of every latest slice of ``partitions`` (merged: deleted keys
+        are not there)."""
         parts: list[pa.Table] = []
         slices: dict[tuple[str, str], FileSlice] = {}
         for partition in partitions:
             for file_slice in view.latest_file_slices(partition):
                 slices[(partition, file_slice.file_id)] = file_slice
-                columns = [RECORD_KEY] + ([ordering] if ordering else [])
                 keys = read_file_slice(
-                    storage, props, timeline, file_slice, columns=columns, visible=view.visible
+                    storage, props, timeline, file_slice, columns=[RECORD_KEY],
+                    visible=view.visible,
                 )
                 n = keys.num_rows
                 cols: dict[str, Any] = {
@@ -136,8 +112,6 @@ class ExistingKeys:
                     RECORD_KEY: keys.column(RECORD_KEY).cast(pa.string()),
                     _FILE_ID: pa.repeat(pa.scalar(file_slice.file_id, pa.string()), n),
                 }
-                if ordering:
-                    cols[_ORDER] = keys.column(ordering)
                 parts.append(pa.table(cols))
         if not parts:
             empty: dict[str, Any] = {
@@ -201,13 +175,8 @@ def plan_deletes(
     keys: pa.Array | pa.ChunkedArray,
     partitions: pa.Array | pa.ChunkedArray | None,
     existing: ExistingKeys,
-    ordering_dtype: pa.DataType | None,
 ) -> list[SliceWrite]:
-    """Deletes of the stored records with ``keys`` (in ``partitions`` when given, row by row).
-
-    Each delete carries the stored record's ordering value, so that it wins the merge
-    against that record (a tie goes to the delete) but loses to a later, greater one.
-    """
+    """Deletes of the stored records with ``keys`` (in ``partitions`` when given, row by row)."""
     stored = existing.table
     if partitions is None:
         hit = pc.is_in(stored.column(RECORD_KEY), value_set=pc.unique(keys))
@@ -215,21 +184,12 @@ def plan_deletes(
         wanted = pc.binary_join_element_wise(partitions, keys, "\x00")
         hit = pc.is_in(existing.composite(), value_set=pc.unique(wanted))
     targets = stored.filter(hit)
-    branch = ordering_type(ordering_dtype) if ordering_dtype is not None else None
     out: dict[tuple[str, str], SliceWrite] = {}
-    columns = [PARTITION_PATH, RECORD_KEY, _FILE_ID]
-    if _ORDER in targets.column_names:
-        columns.append(_ORDER)
-    for row in targets.select(columns).to_pylist():
+    for row in targets.select([PARTITION_PATH, RECORD_KEY, _FILE_ID]).to_pylist():
         partition, file_id = row[PARTITION_PATH], row[_FILE_ID]
-        value = row.get(_ORDER)
-        if branch is None or value is None:
-            record = DeleteRecord(row[RECORD_KEY], partition, 0, "int")
-        else:
-            record = DeleteRecord(row[RECORD_KEY], partition, value, branch)
         work = out.get((partition, file_id))
         if work is None:
             work = SliceWrite(partition, file_id, existing.slices[(partition, file_id)])
             out[(partition, file_id)] = work
-        work.deletes.append(record)
+        work.deletes.append(DeleteRecord(row[RECORD_KEY], partition, 0, NATURAL_ORDER_BRANCH))
     return list(out.values())

@@ -44,7 +44,6 @@ from hudisql.table.write_files import (
     write_log_file,
 )
 from hudisql.table.write_plan import (
-    ORDERING_COLUMN,
     ExistingKeys,
     SliceWrite,
     composite_keys,
@@ -369,9 +368,7 @@ class WriteClient:
         view = FileSystemView(table.storage, props, table.timeline)
         wanted = view.partitions() if partitions is None else pc.unique(partitions).to_pylist()
         existing = ExistingKeys.read(table.storage, props, table.timeline, view, wanted)
-        names = existing.table.column_names
-        dtype = existing.table.column(ORDERING_COLUMN).type if ORDERING_COLUMN in names else None
-        plan = plan_deletes(key_array, partitions, existing, dtype)
+        plan = plan_deletes(key_array, partitions, existing)
         return self._commit(table, "DELETE", plan)
 
     def rollback(self, instant_time: str) -> str:
