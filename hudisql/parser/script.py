@@ -16,7 +16,6 @@ from sqlglot.tokenizer_core import Token, TokenType
 from hudisql.parser.commands import Command
 from hudisql.parser.dialect import Hudi
 from hudisql.parser.parser import HudiParser
-from hudisql.parser.position import line_and_column
 from hudisql.parser.tokens import tokenize
 
 _DIALECT = Hudi()
@@ -90,6 +89,8 @@ def parse_script(text: str, parser: type[HudiParser] = HudiParser) -> list[State
     tokens = tokenize(Hudi.tokenizer_class(dialect=_DIALECT), text)
     statements = []
     instance: HudiParser | None = None
+    # Lines are counted from the previous statement on, so a long script costs linear time.
+    line, counted = 1, 0
     for start, end, segment in split_tokens(text, tokens):
         command = None
         match = parser.match_statement(segment)
@@ -97,6 +98,8 @@ def parse_script(text: str, parser: type[HudiParser] = HudiParser) -> list[State
             _, parse, used = match
             instance = instance or parser(dialect=_DIALECT)
             command = instance.parse_statement(segment, text, parse, used)
-        line, column = line_and_column(text, start)
+        line += text.count("\n", counted, start)
+        counted = start
+        column = start - text.rfind("\n", 0, start)
         statements.append(Statement(text[start:end], line, column, command, start))
     return statements
