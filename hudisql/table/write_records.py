@@ -116,9 +116,13 @@ def _as_strings(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Arra
 
 
 def record_keys(
-    table: pa.Table, key_fields: Sequence[str], table_name: str
+    table: pa.Table, key_fields: Sequence[str], table_name: str, labelled: bool | None = None
 ) -> pa.ChunkedArray | pa.Array:
-    """The record key of every row: the field's value, or ``f1:v1,f2:v2`` for several fields.
+    """The record key of every row: the field's value, or ``f1:v1,f2:v2``.
+
+    Args:
+        labelled: write ``field:value`` pairs (Hudi's ComplexKeyGenerator does, also for a
+            single field); by default only for several fields.
 
     Raises:
         WriteError: a key field is null or empty in some row (named by its index).
@@ -134,12 +138,15 @@ def record_keys(
                 f"{row}; every record needs a key"
             )
         parts.append(values)
-    if len(key_fields) == 1:
+    if labelled is None:
+        labelled = len(key_fields) > 1
+    if not labelled:
         return parts[0]
-    labelled = []
-    for field, values in zip(key_fields, parts, strict=True):
-        labelled.append(pc.binary_join_element_wise(pa.scalar(f"{field}:"), values, ""))
-    return pc.binary_join_element_wise(*labelled, ",")
+    pairs = [
+        pc.binary_join_element_wise(pa.scalar(f"{field}:"), values, "")
+        for field, values in zip(key_fields, parts, strict=True)
+    ]
+    return pairs[0] if len(pairs) == 1 else pc.binary_join_element_wise(*pairs, ",")
 
 
 def partition_paths(

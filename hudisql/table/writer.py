@@ -12,18 +12,14 @@ of each file group they touch. Inserts always start new file groups. The per-sli
 from __future__ import annotations
 
 import json
-import os
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudisql.errors import (
-    TableAlreadyExistsError,
     UnsupportedFormatError,
     UnsupportedTableVersionError,
     WriteError,
@@ -34,9 +30,9 @@ from hudisql.table.filenames import write_token
 from hudisql.table.fsview import FileSystemView
 from hudisql.table.instant import Action
 from hudisql.table.merge import conform_table, read_file_slice
-from hudisql.table.schema import META_COLUMNS, arrow_to_avro, avro_to_arrow
-from hudisql.table.storage import Storage
+from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.table import HudiTable
+from hudisql.table.write_create import TIMELINE_FOLDERS, create_table
 from hudisql.table.write_files import (
     MARKER_DIR,
     avro_text,
@@ -64,6 +60,7 @@ from hudisql.table.write_records import (
 from hudisql.table.write_rollback import StepHook, rollback_instant
 
 __all__ = [
+    "TIMELINE_FOLDERS",
     "CommitResult",
     "WriteClient",
     "create_table",
@@ -71,193 +68,62 @@ __all__ = [
     "write_log_file",
 ]
 
-_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_TYPE_ALIASES = {"MOR": P.MERGE_ON_READ, "COW": P.COPY_ON_WRITE}
-#: Set through create_table's arguments, never through options.
-_RESERVED = frozenset({
-    P.NAME, P.TABLE_TYPE, P.VERSION, P.TIMELINE_LAYOUT, P.RECORD_KEY_FIELDS, P.PARTITION_FIELDS,
-    P.PRECOMBINE_FIELD, P.KEYGEN_CLASS, P.CREATE_SCHEMA, P.CHECKSUM, P.TIMELINE_PATH,
-})
-#: Event-time merging (the greatest precombine value wins, also against stored records).
-EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
-#: The folders Hudi creates with a table (timeline layout 1).
-TIMELINE_FOLDERS = (
-    ".hoodie", ".hoodie/archived", ".hoodie/.temp", ".hoodie/.schema", ".hoodie/.aux",
-    ".hoodie/.aux/.bootstrap", ".hoodie/.aux/.bootstrap/.partitions",
-    ".hoodie/.aux/.bootstrap/.fileids",
-)
 DEFAULT_MAX_RECORDS_PER_FILE = 1_000_000
 
-
-# -- create ------------------------------------------------------------------------------
-
-
-def _fields(value: str | Sequence[str], what: str, name: str) -> list[str]:
-    items = [value] if isinstance(value, str) else list(value)
-    if not all(isinstance(f, str) and f.strip() for f in items):
-        raise WriteError(f"table {name}: {what} must be column names, got {value!r}")
-    return [f.strip() for f in items]
-
-
-def _check_columns(schema: pa.Schema, fields: list[str], what: str, name: str) -> None:
-    for column in fields:
-        if schema.get_field_index(column) < 0:
-            raise WriteError(
-                f"table {name}: {what} {column!r} is not a column of the schema "
-                f"(columns: {schema.names})"
-            )
+_KEYGEN = "org.apache.hudi.keygen."
+#: Key generators whose keys and partition paths this writer forms, and whether their
+#: record keys are ``field:value`` pairs (None: only for several key fields).
+_KEY_GENERATORS: dict[str, bool | None] = {
+    _KEYGEN + "SimpleKeyGenerator": False,
+    _KEYGEN + "SimpleAvroKeyGenerator": False,
+    _KEYGEN + "ComplexKeyGenerator": True,
+    _KEYGEN + "ComplexAvroKeyGenerator": True,
+    _KEYGEN + "NonpartitionedKeyGenerator": None,
+    _KEYGEN + "NonpartitionedAvroKeyGenerator": None,
+}
 
 
-def _check_key_types(schema: pa.Schema, fields: list[str], what: str, name: str) -> None:
-    for column in fields:
-        dtype = schema.field(column).type
-        if not is_key_type(dtype):
-            raise WriteError(
-                f"table {name}: {what} {column!r} has type {dtype}; use a string, integer, "
-                "boolean, date or decimal column"
-            )
-
-
-def _orderable(dtype: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_decimal(dtype)
-        or pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
-        or pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype)
-    )
-
-
-def _table_type(table_type: str, name: str) -> str:
-    normal = str(table_type).strip().upper()
-    normal = _TYPE_ALIASES.get(normal, normal)
-    if normal not in P.TABLE_TYPES:
-        raise WriteError(
-            f"table {name}: unknown table type {table_type!r}; use MERGE_ON_READ (mor) or "
-            "COPY_ON_WRITE (cow)"
-        )
-    return normal
-
-
-def _options(options: Mapping[str, Any] | None, name: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, value in (options or {}).items():
-        if not isinstance(key, str) or not key.startswith("hoodie."):
-            raise WriteError(f"table {name}: option {key!r} is not a hoodie.* table property")
-        if key in _RESERVED:
-            raise WriteError(
-                f"table {name}: {key} is set from create_table's arguments, not from options"
-            )
-        out[key] = str(value).lower() if isinstance(value, bool) else str(value)
-    return out
-
-
-def _check_location(storage: Storage, name: str) -> None:
-    where = storage.base_uri
-    if storage.exists("") and not storage.list_dir("") and storage.is_file(""):
-        raise WriteError(f"cannot create table {name}: {where} is a file, not a folder")
-    if storage.is_file(P.PROPERTIES_FILE):
-        raise TableAlreadyExistsError(
-            f"a Hudi table already exists at {where} (it has .hoodie/hoodie.properties); open "
-            "it with HudiTable.open, or choose another location"
-        )
-    leftovers = [s.path for s in storage.list_recursive(".hoodie") if not s.is_dir]
-    if leftovers:
-        raise TableAlreadyExistsError(
-            f"{where} holds a .hoodie folder with files but no hoodie.properties (e.g. "
-            f"{leftovers[0]}): a damaged table; restore its hoodie.properties or remove the "
-            "folder before creating a table there"
-        )
-
-
-def create_table(
-    path: str | os.PathLike[str],
-    name: str,
-    schema: pa.Schema,
-    record_key_fields: str | Sequence[str],
-    partition_fields: str | Sequence[str] = (),
-    precombine_field: str | None = None,
-    table_type: str = P.MERGE_ON_READ,
-    options: Mapping[str, Any] | None = None,
-) -> HudiTable:
-    """Create an empty version-6 Hudi table at ``path``: hoodie.properties and the timeline.
-
-    Args:
-        schema: the table's columns (no ``_hoodie_*`` meta columns: they are added).
-        record_key_fields: the column(s) whose values make the record key.
-        partition_fields: the column(s) whose values make the partition path.
-        precombine_field: the column whose greatest value wins when records of one key
-            meet (in a batch, and against stored records); None: the later write wins.
-        table_type: ``MERGE_ON_READ`` / ``mor`` or ``COPY_ON_WRITE`` / ``cow``.
-        options: other ``hoodie.*`` table properties, e.g.
-            ``hoodie.datasource.write.hive_style_partitioning`` (default true) or
-            ``hoodie.database.name`` (default ``default``).
-
-    Returns:
-        The new table, opened.
+def _check_writable(table: HudiTable) -> bool:
+    """Whether record keys are labelled; raises when the writer cannot form Hudi's keys.
 
     Raises:
-        WriteError: a bad argument (nothing is written then).
-        TableAlreadyExistsError: a table (or a damaged one) is already at ``path``.
+        UnsupportedFormatError: a key generator, key type or partition encoding this writer
+            does not reproduce (writing would put records under keys Hudi would not use).
     """
-    if not isinstance(name, str) or not _TABLE_NAME.match(name):
-        raise WriteError(
-            f"table name {name!r} is not valid: use letters, digits and '_', not starting "
-            "with a digit"
+    props, where = table.properties, f"table {table.name} at {table.base_path}"
+    keygen = props.keygenerator_class
+    keys, parts = props.record_key_fields, props.partition_fields
+    if keygen is not None and keygen not in _KEY_GENERATORS:
+        raise UnsupportedFormatError(
+            f"{where} uses the key generator {keygen}; hudisql writes tables with the simple, "
+            "complex or non-partitioned key generators only: write to it with Apache Hudi"
         )
-    if not isinstance(schema, pa.Schema) or len(schema) == 0:
-        raise WriteError(f"table {name}: schema must be a non-empty pyarrow.Schema")
-    meta = [f for f in schema.names if f.startswith("_hoodie_")]
-    if meta:
-        raise WriteError(f"table {name}: columns {meta} use the reserved prefix _hoodie_")
-    kind = _table_type(table_type, name)
-    keys = _fields(record_key_fields, "record key fields", name)
-    parts = _fields(partition_fields, "partition fields", name) if partition_fields else []
     if not keys:
-        raise WriteError(f"table {name}: give at least one record key field")
-    _check_columns(schema, keys, "record key field", name)
-    _check_columns(schema, parts, "partition field", name)
-    _check_key_types(schema, keys, "record key field", name)
-    _check_key_types(schema, parts, "partition field", name)
-    if precombine_field is not None:
-        _check_columns(schema, [precombine_field], "precombine field", name)
-        if not _orderable(schema.field(precombine_field).type):
-            raise WriteError(
-                f"table {name}: precombine field {precombine_field!r} has type "
-                f"{schema.field(precombine_field).type}, which has no order Hudi can compare"
-            )
-    try:
-        avro = arrow_to_avro(schema, name)
-    except UnsupportedFormatError as exc:
-        raise WriteError(f"table {name}: {exc}") from exc
-    extra = _options(options, name)
-    hive_style = extra.pop(P.HIVE_STYLE, "true").strip().lower()
-    if hive_style not in ("true", "false"):
-        raise WriteError(f"table {name}: {P.HIVE_STYLE} must be true or false, not {hive_style!r}")
-    database = extra.pop(P.DATABASE, "default")
-    if precombine_field is not None:
-        extra.setdefault(P.PAYLOAD_CLASS, EVENT_TIME_PAYLOAD)
-    props = P.new_table_properties(
-        name, kind, keys, parts, precombine_field, avro_text(avro), database,
-        hive_style == "true", extra,
-    )
-    storage = Storage(os.fspath(path))
-    _check_location(storage, name)
-    for folder in TIMELINE_FOLDERS:
-        storage.makedirs(folder)
-    now = datetime.now(UTC)
-    comment = (f"Properties saved on {now.isoformat().replace('+00:00', 'Z')}\n"
-               f"{now.strftime('%a %b %d %H:%M:%S UTC %Y')}")
-    try:
-        storage.create_if_absent(
-            P.PROPERTIES_FILE, P.format_properties(props, comment).encode("ascii")
+        raise UnsupportedFormatError(f"{where} has no record key fields; hudisql needs them")
+    if props.url_encode_partitions or props.get(P.DROP_PARTITION_COLUMNS, "false") == "true":
+        raise UnsupportedFormatError(
+            f"{where} URL-encodes partition paths or drops partition columns; hudisql does "
+            "not write such tables: write to it with Apache Hudi"
         )
-    except FileExistsError:
-        raise TableAlreadyExistsError(
-            f"another writer created a table at {storage.base_uri} at the same moment; open it"
-        ) from None
-    return HudiTable.open(path)
+    _, schema = _writer_schema(table)
+    for field in [*keys, *parts]:
+        if schema.get_field_index(field) < 0 or not is_key_type(schema.field(field).type):
+            kind = "missing" if schema.get_field_index(field) < 0 else schema.field(field).type
+            raise UnsupportedFormatError(
+                f"{where}: key or partition field {field!r} is {kind}; hudisql forms keys from "
+                "string, integer, boolean, date and decimal columns only"
+            )
+    labelled = _KEY_GENERATORS.get(keygen or "")
+    if keygen is not None and labelled is False and len(keys) > 1:
+        raise UnsupportedFormatError(f"{where}: {keygen} takes one record key field, not {keys}")
+    return len(keys) > 1 if labelled is None else labelled
 
 
-# -- writes ------------------------------------------------------------------------------
+def _writer_schema(table: HudiTable) -> tuple[dict[str, Any], pa.Schema]:
+    """The table's Avro schema without meta fields, and its Arrow schema."""
+    avro = json.loads(table.avro_schema)
+    avro["fields"] = [f for f in avro.get("fields", []) if f["name"] not in META_COLUMNS]
+    return avro, avro_to_arrow(avro)
 
 
 @dataclass(frozen=True)
@@ -301,6 +167,7 @@ class WriteClient:
             )
         if max_records_per_file < 1:
             raise WriteError(f"max_records_per_file must be positive, got {max_records_per_file}")
+        self._labelled_keys = _check_writable(table)
         self._table = table
         self.max_records_per_file = max_records_per_file
         self.on_step: StepHook = on_step or _no_step
@@ -387,16 +254,11 @@ class WriteClient:
 
     # -- staging ---------------------------------------------------------------------------
 
-    def _table_schema(self, table: HudiTable) -> tuple[dict[str, Any], pa.Schema]:
-        avro = json.loads(table.avro_schema)
-        avro["fields"] = [f for f in avro.get("fields", []) if f["name"] not in META_COLUMNS]
-        return avro, avro_to_arrow(avro)
-
     def _stage(self, table: HudiTable, records: Records) -> pa.Table:
         props, name = table.properties, table.name
-        _, schema = self._table_schema(table)
+        _, schema = _writer_schema(table)
         data = conform_records(records, schema, name)
-        keys = record_keys(data, props.record_key_fields, name)
+        keys = record_keys(data, props.record_key_fields, name, self._labelled_keys)
         parts = partition_paths(data, props.partition_fields, props.hive_style_partitioning, name)
         n = data.num_rows
         nulls = pa.nulls(n, pa.string())
@@ -421,7 +283,7 @@ class WriteClient:
             if any(not k for k in keys):
                 raise WriteError(f"table {name}: an empty record key cannot be deleted")
             return pa.array(list(keys), pa.string()), None
-        _, schema = self._table_schema(table)
+        _, schema = _writer_schema(table)
         fields = props.record_key_fields + [
             f for f in props.partition_fields if f not in props.record_key_fields
         ]
@@ -442,7 +304,7 @@ class WriteClient:
         )
         wanted = pa.schema([f for f in sub if f.name in names])
         data = conform_records(_select(keys, wanted.names), wanted, name)
-        key_array = record_keys(data, props.record_key_fields, name)
+        key_array = record_keys(data, props.record_key_fields, name, self._labelled_keys)
         if not with_partitions:
             return key_array, None
         return key_array, partition_paths(
@@ -454,7 +316,7 @@ class WriteClient:
     def _commit(self, table: HudiTable, operation: str, plan: list[SliceWrite]) -> CommitResult:
         props, timeline, storage = table.properties, table.timeline, table.storage
         action = Action.DELTACOMMIT if props.is_mor else Action.COMMIT
-        avro, _ = self._table_schema(table)
+        avro, _ = _writer_schema(table)
         schema_text = avro_text(avro)
         planned = CommitMetadata(operation_type=operation)
         for work in plan:

@@ -19,7 +19,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudisql
-from hudisql.errors import TableAlreadyExistsError, UnsupportedTableVersionError, WriteError
+from hudisql.errors import (
+    TableAlreadyExistsError,
+    UnsupportedFormatError,
+    UnsupportedTableVersionError,
+    WriteError,
+)
 from hudisql.table.commit_metadata import CommitMetadata, RollbackMetadata, RollbackPlan
 from hudisql.table.instant import Action
 from hudisql.table.log.format import BlockType, DeleteRecord, HeaderKey
@@ -399,6 +404,34 @@ def test_delete_rejects_malformed_keys(tmp_path: Path) -> None:
     with pytest.raises(WriteError, match="lack the record key fields"):
         client.delete([{"city": "sf"}])
     assert files_of(tmp_path / "t") == before
+
+
+def test_a_complex_key_generator_labels_even_a_single_key_field(tmp_path: Path) -> None:
+    table = create_table(tmp_path / "t", "t", SCHEMA, "id", ["city", "v"], "ts")
+    assert table.properties.keygenerator_class == "org.apache.hudi.keygen.ComplexKeyGenerator"
+    WriteClient(table).insert(rows(("a", 1, "x", "sf")))
+    [row] = hudisql.read_table(str(tmp_path / "t")).to_pylist()
+    assert (row["_hoodie_record_key"], row["_hoodie_partition_path"]) == ("id:a", "city=sf/v=x")
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.CustomKeyGenerator"},
+         "uses the key generator"),
+        ({"hoodie.datasource.write.partitionpath.urlencode": "true"}, "URL-encodes"),
+        ({"hoodie.table.recordkey.fields": "fare"}, "'fare' is double"),
+        ({"hoodie.table.recordkey.fields": "uuid,rider"}, "takes one record key field"),
+    ],
+)
+def test_the_writer_refuses_tables_whose_keys_it_cannot_form(
+    tmp_path: Path, changes: dict[str, str], message: str
+) -> None:
+    path = copy_table("v6_trips_8i1u", tmp_path)
+    storage = Storage(str(path))
+    TableProperties.load(storage).updated(**changes).save(storage)
+    with pytest.raises(UnsupportedFormatError, match=message):
+        WriteClient(HudiTable.open(path))
 
 
 def test_the_writer_refuses_version_8_tables(tmp_path: Path) -> None:
