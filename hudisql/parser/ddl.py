@@ -29,6 +29,7 @@ KNOWN_PROPERTIES = {
 }
 TABLE_TYPES = ("cow", "mor")
 _CREATE_CLAUSES = ("PARTITIONED BY", "TBLPROPERTIES", "OPTIONS", "LOCATION", "COMMENT")
+_NAME_TOKENS = (TokenType.VAR, TokenType.IDENTIFIER)
 
 
 def is_hudi_create(p: HudiParser) -> bool:
@@ -39,7 +40,7 @@ def is_hudi_create(p: HudiParser) -> bool:
         return (
             p.word_at(index) == "USING"
             and nxt < p._tokens_size
-            and p._tokens[nxt].token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+            and p._tokens[nxt].token_type in _NAME_TOKENS
             and p._tokens[nxt].text.lower() == "hudi"
         )
 
@@ -57,7 +58,9 @@ def parse_create_table(p: HudiParser) -> CreateTable | None:
         columns = p.parse_column_specs()
         p.expect_token(TokenType.R_PAREN, ")", "to close the column list")
     p.expect_words("USING", what=CREATE_FORM)
-    p._advance()  # 'hudi', checked by is_hudi_create
+    if not (p._curr.token_type in _NAME_TOKENS and p._curr.text.lower() == "hudi"):
+        raise p.error(f"expected hudi after USING, found {p.describe_current()}")
+    p._advance()
     clauses = parse_create_clauses(p)
     query = None
     if p.match_words("AS") or (p._curr and p.is_query_start()):

@@ -267,6 +267,7 @@ ERRORS: list[tuple[str, int, int, str]] = [
     ("CREATE TABLE t (id INT) USING hudi TBLPROPERTIES (type = 'cow') OPTIONS (type = 'mor')", 1, 65, 'given twice'),  # noqa: E501
     ('CREATE TABLE t (id INT) USING hudi LOCATION /data/t', 1, 45, 'expected the location as a quoted string'),  # noqa: E501
     ('CREATE OR REPLACE TABLE t (id INT) USING hudi', 1, 1, 'CREATE OR REPLACE TABLE is not supported for hudi'),  # noqa: E501
+    ('CREATE TABLE t (id INT) USING parquet USING hudi', 1, 31, "expected hudi after USING"),
     ('REPLACE TABLE t (id INT) USING hudi', 1, 1, 'DROP TABLE the table first'),
     ('CREATE TABLE (id INT) USING hudi', 1, 14, 'expected the name of the table to create'),
     ('CALL nope(1)', 1, 6, "unknown procedure 'nope'; hudisql knows rollback_to_instant, show_commits, show_timeline"),  # noqa: E501
