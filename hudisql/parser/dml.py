@@ -36,9 +36,13 @@ def parse_insert_into(p: HudiParser) -> Insert | None:
 
 def parse_insert_overwrite(p: HudiParser) -> Insert | None:
     """``INSERT OVERWRITE [TABLE] t ...``; ``INSERT OVERWRITE [LOCAL] DIRECTORY`` passes."""
-    if p.peek_words("DIRECTORY") or p.peek_words("LOCAL", "DIRECTORY"):
+    if _writes_directory(p):
         return None
     return parse_insert_target(p, overwrite=True, cte="")
+
+
+def _writes_directory(p: HudiParser) -> bool:
+    return p.peek_words("DIRECTORY") or p.peek_words("LOCAL", "DIRECTORY")
 
 
 def parse_with(p: HudiParser) -> Insert | None:
@@ -50,7 +54,7 @@ def parse_with(p: HudiParser) -> Insert | None:
     p._retreat(index + 1)
     if p.match_words("INTO"):
         return parse_insert_target(p, overwrite=False, cte=cte)
-    if p.match_words("OVERWRITE") and not p.peek_words("DIRECTORY"):
+    if p.match_words("OVERWRITE") and not _writes_directory(p):
         return parse_insert_target(p, overwrite=True, cte=cte)
     return None
 

@@ -26,7 +26,7 @@ from hudisql.parser.statements import STATEMENTS
 StatementParser = t.Callable[["HudiParser"], Command | None]
 """Parses one hudisql statement, the parser standing just after its key words."""
 
-# Tokens whose text is delimited source text, never a keyword, plus hints we skip.
+# Tokens whose text is delimited source text (strings, quoted names): never a keyword.
 _LITERAL_TOKENS = SparkParser.TEXT_MATCH_EXCLUDED_TOKENS | {TokenType.STRING}
 _QUERY_STARTS = frozenset({"SELECT", "WITH", "VALUES", "FROM", "TABLE", "MAP", "REDUCE"})
 _NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
