@@ -16,15 +16,19 @@ import pytest
 
 from hudisql.errors import CorruptTableError, HudiSqlError
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.log.reader import scan_log_file
 from hudisql.table.merge import CorruptLogBlockWarning
 from hudisql.table.reconcile import (
     BLOCK_ATTEMPT_STAT_KEY,
     COMMITTED_LOG_FILES_KEY,
+    LOG_BLOCKS_SCHEMA,
     CommittedFileGroup,
     CommittedLogFiles,
     ReconcileMode,
     record_committed_log_files,
+    show_log_blocks,
 )
+from hudisql.table.table import HudiTable
 from tests.table.test_reconcile_kit import BASE, FILE_ID, RetryTable, cut, ts
 
 #: rule name -> (read mode, whether commits carry rule (a)'s record)
@@ -389,3 +393,54 @@ def test_unknown_mode_is_refused(t: RetryTable) -> None:
     with pytest.raises(HudiSqlError, match=r"'sometimes'.*'full'"):
         t.merge("sometimes")
     assert ReconcileMode.of(" Sequence ") is ReconcileMode.SEQUENCE
+
+
+# -- inspection and the table read -------------------------------------------------------
+
+
+def test_show_log_blocks_lists_every_block_with_its_verdict(t: RetryTable) -> None:
+    i1, i2 = t.begin(ts(1)), t.begin(ts(2))
+    committed = t.write(blocks(t, i1, 0, 2))
+    spurious = t.write(blocks(t, i1, 1, 1))
+    t.commit(i1, committed, 0)
+    pending = t.write([t.data(i2, (0, 0), {"p": "v"})])
+    table = HudiTable.open(t.storage.base_uri)
+    shown = show_log_blocks(table)
+    assert shown.schema == LOG_BLOCKS_SCHEMA
+    rows = shown.to_pylist()
+    assert [(r["log_file"], r["instant_time"], r["attempt"], r["sequence"], r["verdict"])
+            for r in rows] == [
+        (committed[0], i1, 0, 0, "valid"),
+        (committed[1], i1, 0, 1, "valid"),
+        (spurious[0], i1, 1, 0, "spurious"),
+        (pending[0], i2, 0, 0, "not_visible"),
+    ]
+    assert {(r["partition_path"], r["file_id"], r["block_type"]) for r in rows} == {
+        ("", FILE_ID, "AVRO_DATA")
+    }
+    assert all(r["position"] == 0 for r in rows)  # one block per file
+    assert rows[2]["reason"].startswith(f"commit {i1} did not commit log file {spurious[0]}")
+    by_sequence = show_log_blocks(table, mode="sequence").column("reason").to_pylist()
+    assert by_sequence[2].startswith(f"attempt 1 wrote sequence 0..0 of instant {i1}")
+    assert show_log_blocks(table, file_id=FILE_ID).equals(shown)
+    # The table read merges the committed attempt only.
+    assert {r["id"]: r["val"] for r in table.read().to_pylist()} == rows_of(0, 2)
+
+
+def test_show_log_blocks_of_an_unknown_file_group(t: RetryTable) -> None:
+    table = HudiTable.open(t.storage.base_uri)
+    with pytest.raises(HudiSqlError, match="table t has no file group 'nope'"):
+        show_log_blocks(table, file_id="nope")
+    assert show_log_blocks(table).num_rows == 0  # a base file, no logs
+
+
+def test_show_log_blocks_on_tables_written_by_hudi(fixture_table: Path) -> None:
+    table = HudiTable.open(fixture_table)
+    shown = show_log_blocks(table).to_pylist()
+    blocks_in_logs = sum(
+        len(scan_log_file(table.storage, log.path))
+        for s in table.file_slices() for log in s.log_files
+    )
+    assert len(shown) == blocks_in_logs
+    # Hudi's blocks carry no identifier: nothing is spurious, attempts are unknown.
+    assert all(r["attempt"] is None and r["verdict"] != "spurious" for r in shown)
