@@ -241,7 +241,9 @@ class HudiParser(SparkParser):
         if self.match_words("AS"):
             return self.parse_identifier("an alias after AS")
         token = self._curr
-        if token and token.token_type in _NAME_TOKENS and token.text.upper() not in stop_words:
+        # Spark takes non-reserved keywords as aliases too (``t first``); sqlglot knows which.
+        named = token.token_type in _NAME_TOKENS or token.token_type in self.ID_VAR_TOKENS
+        if token and named and token.text.upper() not in stop_words:
             return self.parse_identifier("an alias")
         return None
 

@@ -149,6 +149,7 @@ FORMS: list[tuple[str, Command]] = [
     ("DELETE FROM db.t AS d WHERE d.id > (SELECT max(id) FROM s)",
      Delete(T("db", "t"), "d", "d.id > (SELECT max(id) FROM s)")),
     ("DELETE FROM t d WHERE d.x IS NULL", Delete(T("t"), "d", "d.x IS NULL")),
+    ("DELETE FROM t first WHERE first.x = 1", Delete(T("t"), "first", "first.x = 1")),
     # MERGE
     ("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *",
      Merge(T("t"), "s", "t.id = s.id", (M("matched", "update", star=True),))),
@@ -167,6 +168,8 @@ FORMS: list[tuple[str, Command]] = [
            insert_values=("u.id", "u.v")),
          M("not_matched_by_source", "delete"),
      ), source_alias="u")),
+    ("MERGE INTO t target USING s source ON target.k = source.k WHEN MATCHED THEN DELETE",
+     Merge(T("t"), "s", "target.k = source.k", (M("matched", "delete"),), "target", "source")),
     ("MERGE INTO t USING s ON t.k = s.k AND CASE WHEN s.a THEN true ELSE false END "
      "WHEN NOT MATCHED BY SOURCE AND t.old THEN UPDATE SET flag = true",
      Merge(T("t"), "s", "t.k = s.k AND CASE WHEN s.a THEN true ELSE false END",
