@@ -5,8 +5,9 @@ this module closes each gap:
 
 - sqlglot turns ``SHOW ...``, ``CALL ...`` and a few other statements into one opaque
   string token; hudisql needs their words, so ``COMMANDS`` is empty.
-- sqlglot runs off the end of an unterminated ``/* ...`` comment; Spark rejects it
-  ("Unclosed bracketed comment"), and so do we, naming where it opened.
+- sqlglot does not report an unterminated ``/* ...`` comment as such (it fails on an
+  index past the end); Spark rejects it ("Unclosed bracketed comment"), and so do we,
+  naming where it opened.
 - sqlglot reads ``{# ... #}`` as a Jinja comment; Spark has no such thing, and treating
   it as a comment would hide semicolons from the splitter.
 """
