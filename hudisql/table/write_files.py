@@ -33,6 +33,7 @@ from hudisql.table.log.writer import (
     encode_avro_data_block,
     encode_delete_block,
 )
+from hudisql.table.reconcile import BLOCK_ATTEMPT_STAT_KEY
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow, with_meta_fields
 from hudisql.table.storage import Storage
 
@@ -319,6 +320,8 @@ def write_log_file(
     first = LogFileName.parse(written[0][0])
     assert first is not None
     total = sum(size for _, size in written)
+    # The driver's record of committed log files takes the attempt from here.
+    extra: dict[str, Any] = {} if attempt is None else {BLOCK_ATTEMPT_STAT_KEY: attempt}
     return WriteStat(
         file_id=file_id,
         path=written[0][0],
@@ -334,6 +337,7 @@ def write_log_file(
         log_offset=0,
         base_file=base_file,
         log_files=[posixpath.basename(rel) for rel, _ in written],
+        extra=extra,
     )
 
 

@@ -30,6 +30,7 @@ from hudisql.table.filenames import write_token
 from hudisql.table.fsview import FileSystemView
 from hudisql.table.instant import Action
 from hudisql.table.merge import conform_table, read_file_slice
+from hudisql.table.reconcile import record_committed_log_files
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.table import HudiTable
 from hudisql.table.write_create import TIMELINE_FOLDERS, create_table
@@ -336,6 +337,9 @@ class WriteClient:
                 stat = self._write_slice(table, work, ts, write_token(task, 0, task), schema_text)
                 metadata.add_write_stat(stat)
                 self.on_step("file", stat.path or "")
+            if props.is_mor:
+                # Which log files this commit wrote: readers tell retried duplicates by it.
+                record_committed_log_files(metadata)
             timeline.complete(inflight, metadata.to_json())
         except BaseException as exc:
             exc.add_note(

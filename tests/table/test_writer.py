@@ -25,12 +25,18 @@ from hudisql.errors import (
     UnsupportedTableVersionError,
     WriteError,
 )
-from hudisql.table.commit_metadata import CommitMetadata, RollbackMetadata, RollbackPlan
+from hudisql.table.commit_metadata import (
+    CommitMetadata,
+    RollbackMetadata,
+    RollbackPlan,
+    WriteStat,
+)
 from hudisql.table.instant import Action
 from hudisql.table.log.format import BlockType, DeleteRecord, HeaderKey
 from hudisql.table.log.reader import decode_data_block, decode_delete_block, scan_log_file
 from hudisql.table.log.writer import LogFileWriter, encode_avro_data_block
 from hudisql.table.properties import TableProperties
+from hudisql.table.reconcile import BLOCK_ATTEMPT_STAT_KEY, record_committed_log_files
 from hudisql.table.schema import META_COLUMNS, arrow_to_avro, with_meta_fields
 from hudisql.table.storage import Storage
 from hudisql.table.table import HudiTable
@@ -262,6 +268,34 @@ def test_write_log_file_rolls_over_and_keeps_counting_blocks(tmp_path: Path) -> 
     idents = [b.block_identifier for f in stat.log_files for b in scan_log_file(storage, f)]
     assert idents == [(0, 0), (0, 1)]
     assert stat.total_write_bytes == sum((tmp_path / f).stat().st_size for f in stat.log_files)
+
+
+def test_a_losing_task_attempts_log_file_is_not_merged(tmp_path: Path) -> None:
+    client = make(tmp_path, partition_fields=[])
+    first = client.insert(rows(("a", 1, "x", "sf")))
+    table = client.table
+    [file_slice] = table.file_slices()
+    pending = table.timeline.create_requested(Action.DELTACOMMIT)
+    inflight = table.timeline.transition_to_inflight(pending)
+    schema = table.avro_schema
+
+    def attempt(number: int, ts: int, value: str) -> WriteStat:
+        records = staged(["a"]).set_column(4, "ts", pa.array([ts], pa.int64()))
+        records = records.set_column(5, "v", pa.array([value]))
+        return write_log_file(table.storage, "", file_slice.file_id, first.instant_time,
+                              pending.timestamp, f"0-1-{number}", records, schema,
+                              attempt=number)
+
+    # The committed attempt wrote first; a speculative copy that lost wrote after it, with a
+    # greater precombine value: only the commit's record tells them apart.
+    committed = attempt(1, 5, "attempt 1 committed")
+    attempt(0, 9, "speculative attempt 0 lost")
+    assert committed.extra == {BLOCK_ATTEMPT_STAT_KEY: 1}
+    metadata = CommitMetadata(extra_metadata={"schema": schema}, operation_type="UPSERT")
+    metadata.add_write_stat(committed)
+    record_committed_log_files(metadata)
+    table.timeline.complete(inflight, metadata.to_json())
+    assert snapshot(tmp_path / "t") == {"a": (5, "attempt 1 committed", "sf")}
 
 
 def test_write_log_file_refuses_an_empty_write(tmp_path: Path) -> None:
