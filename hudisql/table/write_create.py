@@ -103,7 +103,7 @@ def _options(options: Mapping[str, Any] | None, name: str) -> dict[str, str]:
 
 def _check_location(storage: Storage, name: str) -> None:
     where = storage.base_uri
-    if storage.exists("") and not storage.list_dir("") and storage.is_file(""):
+    if storage.is_file(""):
         raise WriteError(f"cannot create table {name}: {where} is a file, not a folder")
     if storage.is_file(P.PROPERTIES_FILE):
         raise TableAlreadyExistsError(

@@ -12,10 +12,11 @@ of each file group they touch. Inserts always start new file groups. The per-sli
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -284,33 +285,22 @@ class WriteClient:
             if any(not k for k in keys):
                 raise WriteError(f"table {name}: an empty record key cannot be deleted")
             return pa.array(list(keys), pa.string()), None
+        frame = _frame_of(keys, name)
         _, schema = _writer_schema(table)
-        fields = props.record_key_fields + [
-            f for f in props.partition_fields if f not in props.record_key_fields
-        ]
-        sub = pa.schema([schema.field(f) for f in fields])
-        given = keys if isinstance(keys, (pa.Table, pa.RecordBatch)) else None
-        if given is not None:
-            names = set(given.schema.names)
-        else:
-            names = set().union(*(set(r) for r in keys)) if keys else set()  # type: ignore[arg-type]
-        key_fields = [f for f in props.record_key_fields]
-        missing = [f for f in key_fields if f not in names]
+        missing = [f for f in props.record_key_fields if f not in frame.column_names]
         if missing:
             raise WriteError(
                 f"table {name}: the keys to delete lack the record key fields {missing}"
             )
-        with_partitions = bool(props.partition_fields) and all(
-            f in names for f in props.partition_fields
-        )
-        wanted = pa.schema([f for f in sub if f.name in names])
-        data = conform_records(_select(keys, wanted.names), wanted, name)
+        parts = props.partition_fields
+        by_partition = bool(parts) and all(f in frame.column_names for f in parts)
+        fields = list(dict.fromkeys([*props.record_key_fields, *(parts if by_partition else [])]))
+        wanted = pa.schema([schema.field(f) for f in fields])
+        data = conform_records(frame.select(fields), wanted, name)
         key_array = record_keys(data, props.record_key_fields, name, self._labelled_keys)
-        if not with_partitions:
+        if not by_partition:
             return key_array, None
-        return key_array, partition_paths(
-            data, props.partition_fields, props.hive_style_partitioning, name
-        )
+        return key_array, partition_paths(data, parts, props.hive_style_partitioning, name)
 
     # -- the commit ------------------------------------------------------------------------
 
@@ -387,7 +377,7 @@ class WriteClient:
         stored_keys = stored.column(RECORD_KEY)
         n = stored.num_rows
         drop = pa.repeat(pa.scalar(False), n)
-        order_stored = pa.array(range(n), pa.int64())
+        order_stored = pa.array(np.arange(n, dtype=np.int64))
         pieces = []
         updated = 0
         if work.records is not None and work.records.num_rows:
@@ -417,9 +407,16 @@ class WriteClient:
         return merged.take(order), updated, deleted
 
 
-def _select(records: Records, names: list[str]) -> Records:
+def _frame_of(records: Records, table_name: str) -> pa.Table:
+    """Key records as a table (columns as given: a subset of the table's)."""
     if isinstance(records, pa.Table):
-        return records.select(names)
+        return records
     if isinstance(records, pa.RecordBatch):
-        return pa.Table.from_batches([records]).select(names)
-    return [{k: r.get(k) for k in names} for r in records]
+        return pa.Table.from_batches([records])
+    rows = list(records)
+    if not all(isinstance(r, Mapping) for r in rows):
+        raise WriteError(f"table {table_name}: delete takes key strings, dicts or a pyarrow Table")
+    try:
+        return pa.Table.from_pylist(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise WriteError(f"table {table_name}: the keys to delete are malformed: {exc}") from exc

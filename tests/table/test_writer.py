@@ -121,6 +121,13 @@ def test_create_table_refuses_a_damaged_table_folder(tmp_path: Path) -> None:
     assert files_of(tmp_path / "t") == {".hoodie/20250101000000000.commit"}
 
 
+def test_create_table_refuses_a_file_as_location(tmp_path: Path) -> None:
+    (tmp_path / "t").write_text("not a folder")
+    with pytest.raises(WriteError, match="is a file, not a folder"):
+        create_table(tmp_path / "t", "t", SCHEMA, "id")
+    assert (tmp_path / "t").read_text() == "not a folder"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
@@ -376,6 +383,17 @@ def test_bad_records_are_refused_before_anything_is_written(
         with pytest.raises(WriteError, match=message):
             operation(records)
     assert files_of(tmp_path / "t") == before
+
+
+def test_rows_read_back_with_their_meta_columns_can_be_written_again(tmp_path: Path) -> None:
+    client = make(tmp_path)
+    client.insert(rows(("a", 1, "x", "sf"), ("b", 1, "y", "la")))
+    read = hudisql.read_table(str(tmp_path / "t"))
+    changed = read.set_column(read.schema.get_field_index("ts"), "ts",
+                              pa.array([2, 2], pa.int64()))
+    result = client.upsert(changed)
+    assert sum(s.num_update_writes for s in result.write_stats()) == 2
+    assert snapshot(tmp_path / "t") == {"a": (2, "x", "sf"), "b": (2, "y", "la")}
 
 
 def test_insert_refuses_a_key_already_in_the_table(tmp_path: Path) -> None:
