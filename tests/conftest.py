@@ -28,27 +28,17 @@ def writable_table(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session")
-def spark():  # type: ignore[no-untyped-def]
+def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """The one SparkSession of the test process (local, 2 cores), started on first use.
 
-    Configured as ``hudisql.connect()`` configures it: the Python workers use this
-    interpreter and Python data sources get the filters Spark pushes.
+    Started by ``hudisql.connect()``: the Python workers use this interpreter, Python data
+    sources get the filters Spark pushes, and the ``hudi`` data source is registered.
     """
-    import sys
+    import hudisql
 
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("hudisql-tests")
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.pyspark.driver.python", sys.executable)
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
+    session = hudisql.connect(
+        warehouse=tmp_path_factory.mktemp("warehouse"),
+        conf={"spark.master": "local[2]", "spark.app.name": "hudisql-tests"},
     )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
+    yield session.spark
     session.stop()

@@ -1,0 +1,203 @@
+"""The ``hudi`` Python data source: ``spark.read.format("hudi")`` and ``USING hudi`` tables.
+
+Planning (``schema``, ``pushFilters``, ``partitions``) runs in Spark's planning worker and
+lists the table's latest file slices as of one snapshot instant; each slice becomes one
+input partition, read on an executor by the table core's merged read and handed to Spark
+as Arrow record batches in exactly the schema Spark expects.
+
+Spark 4 caches a DataFrame's reader as its last ``pushFilters`` left it and reuses it for
+a later query on the same DataFrame that pushes no filter at all, so that query sees the
+earlier query's pruning. Build a DataFrame per query, or set
+``hudisql.read.partition.pruning=false`` on a DataFrame that is reused.
+
+Spark's session catalog does not pass a table's LOCATION to a Python data source when it
+reads the table, but it does keep the schema that :meth:`HudiDataSource.schema` returned at
+``CREATE TABLE`` time, field metadata included. The base path therefore travels in the
+metadata of the first column (:data:`PATH_METADATA_KEY`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructField, StructType
+
+from hudisql.errors import HudiSqlError, TableNotFoundError
+from hudisql.read.options import PATH_METADATA_KEY, ReadOptions
+from hudisql.read.pruning import PartitionPruner
+
+if TYPE_CHECKING:
+    from hudisql.table.fsview import FileSlice
+    from hudisql.table.table import HudiTable
+
+#: Rows per Arrow batch handed to Spark.
+BATCH_ROWS = 65536
+
+
+def spark_schema(table: HudiTable, path: str) -> StructType:
+    """The Spark schema of ``table`` (meta columns first), the base path in its metadata."""
+    schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=False)
+    fields = list(schema.fields)
+    if fields:
+        first = fields[0]
+        metadata = {**(first.metadata or {}), PATH_METADATA_KEY: path}
+        fields[0] = StructField(first.name, first.dataType, first.nullable, metadata)
+    return StructType(fields)
+
+
+def conform(table: pa.Table, target: pa.Schema) -> pa.Table:
+    """``table`` with exactly ``target``'s columns, order and types (absent columns null).
+
+    Raises:
+        HudiSqlError: a column cannot be cast to the type the Spark schema declares.
+    """
+    arrays = []
+    for field in target:
+        if field.name in table.column_names:
+            column = table.column(field.name)
+            if not column.type.equals(field.type):
+                try:
+                    column = column.cast(field.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                    raise HudiSqlError(
+                        f"column {field.name!r} holds {column.type}, which does not convert to "
+                        f"the declared {field.type}: re-create the table's Spark definition "
+                        f"(CREATE TABLE ... USING hudi LOCATION, without a column list): {exc}"
+                    ) from exc
+            arrays.append(column)
+        else:
+            # A column the catalog schema has and this slice lacks (schema evolution).
+            arrays.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(arrays, schema=target)
+
+
+class SliceInput(InputPartition):
+    """One input partition: one file slice of the table, read as of the snapshot instant.
+
+    Carries the snapshot and timeline head itself: Spark pickles the reader for the read
+    tasks before it calls ``partitions()``, so state set while planning never reaches them.
+    """
+
+    def __init__(self, file_slice: FileSlice | None, snapshot: str | None,
+                 head: str | None) -> None:
+        super().__init__(file_slice)
+        self.file_slice = file_slice
+        self.snapshot = snapshot
+        self.head = head
+
+
+@functools.lru_cache(maxsize=8)
+def _open_table(path: str, head: str | None) -> HudiTable:
+    """The table at ``path``, loaded once per executor process per planned timeline head.
+
+    A new commit or rollback moves the head (the last completed instant), so a cached
+    table is only reused by reads planned against the same timeline.
+    """
+    return _open_path(path)
+
+
+class HudiReader(DataSourceReader):
+    """Plans one input partition per latest file slice and reads each by a merged read."""
+
+    def __init__(self, options: ReadOptions, schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self.snapshot: str | None = None
+        self.head: str | None = None
+        self.partition_filters: list[Filter] = []
+        self._pruner: PartitionPruner | None = None
+        self._slices: list[FileSlice] | None = None
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Keep the filters decided exactly by partition paths; yield every other one back."""
+        table = self._plan()
+        pruner = PartitionPruner.for_table(table.properties, table.schema)
+        paths = {s.partition_path for s in self._slices or []}
+        readable = all(pruner.values(p) is not None for p in paths)
+        for flt in filters:
+            if self.options.prune and readable and pruner.accepts(flt):
+                self.partition_filters.append(flt)
+            else:
+                yield flt
+        self._pruner = pruner
+
+    def partitions(self) -> Sequence[InputPartition]:
+        """One :class:`SliceInput` per latest file slice that survives partition pruning."""
+        if self._slices is None:
+            self._plan()
+        slices = self._slices or []
+        if self._pruner is not None and self.partition_filters:
+            slices = [s for s in slices
+                      if self._pruner.keeps(s.partition_path, self.partition_filters)]
+        # The reader travels to every task: it need not carry the slices.
+        self._slices = None
+        if not slices:
+            return [SliceInput(None, self.snapshot, self.head)]
+        return [SliceInput(s, self.snapshot, self.head) for s in slices]
+
+    def _plan(self) -> HudiTable:
+        """Load the table fresh (planning workers are reused across queries) and list slices.
+
+        The table itself is not kept on the reader: Spark pickles the reader between
+        planning steps, and the slices, snapshot and timeline head are all it needs.
+        """
+        table = _open_path(self.options.path)
+        head = table.timeline.last_completed()
+        self.head = head.timestamp if head is not None else None
+        self.snapshot = self.options.as_of or self.head
+        self._slices = [] if self.snapshot is None else list(table.file_slices(as_of=self.snapshot))
+        return table
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The merged rows of one file slice as Arrow batches in Spark's schema."""
+        assert isinstance(partition, SliceInput)
+        if partition.file_slice is None:
+            return
+        from hudisql.table.merge import read_file_slice
+
+        table = _open_table(self.options.path, partition.head)
+        rows = read_file_slice(table.storage, table.properties, table.timeline,
+                               partition.file_slice, as_of=partition.snapshot,
+                               schema=table.schema_as_of(partition.snapshot))
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        yield from conform(rows, target).to_batches(max_chunksize=BATCH_ROWS)
+
+
+class HudiDataSource(DataSource):
+    """The ``hudi`` format: reads Hudi tables (v6, v8, v9) by base path or catalog name.
+
+    Options: ``path`` (the base path, or LOCATION), ``as.of.instant`` (time travel),
+    ``hudisql.read.partition.pruning`` (``false`` keeps every slice).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name, ``hudi``."""
+        return "hudi"
+
+    def schema(self) -> StructType:
+        """The table's schema, meta columns first; raises TableNotFoundError without a table."""
+        options = ReadOptions.parse(self.options, None)
+        table = _open_path(options.path)
+        return spark_schema(table, options.path)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """A reader of this table in ``schema`` (the catalog's or the table's own)."""
+        return HudiReader(ReadOptions.parse(self.options, schema), schema)
+
+
+def _open_path(path: str) -> HudiTable:
+    from hudisql.table import HudiTable
+
+    try:
+        return HudiTable.open(path)
+    except TableNotFoundError as exc:
+        raise TableNotFoundError(
+            f"{path} is not a Hudi table (no .hoodie/hoodie.properties); check the path given "
+            f"to load() or LOCATION: {exc}"
+        ) from exc

@@ -1,0 +1,88 @@
+"""Options of the ``hudi`` data source's reads: where the table is and which instant to read."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pyspark.sql.types import StructType
+
+from hudisql.errors import HudiSqlError, TableNotFoundError
+
+#: The field-metadata key the data source's schema carries the base path in.
+PATH_METADATA_KEY = "hudi.path"
+
+#: The time-travel option: read the table as of this instant.
+AS_OF_INSTANT = "as.of.instant"
+
+#: Whether pushed filters on partition columns prune file slices (default true).
+PARTITION_PRUNING = "hudisql.read.partition.pruning"
+
+_DIGITS = re.compile(r"^\d{14}(\d{3})?$")
+_DATETIME = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?)?$"
+)
+
+
+def normalize_instant(text: str) -> str:
+    """An instant given as ``yyyyMMddHHmmss[SSS]`` or ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``.
+
+    Returns:
+        The 17-digit instant time (missing milliseconds and time of day are zeros).
+
+    Raises:
+        HudiSqlError: ``text`` is neither form.
+    """
+    value = text.strip()
+    if _DIGITS.match(value):
+        return value.ljust(17, "0")
+    match = _DATETIME.match(value)
+    if match:
+        year, month, day, hour, minute, second, millis = match.groups()
+        millis = (millis or "0").ljust(3, "0")
+        return f"{year}{month}{day}{hour or '00'}{minute or '00'}{second or '00'}{millis}"
+    raise HudiSqlError(
+        f"option {AS_OF_INSTANT}={text!r} is not an instant: give yyyyMMddHHmmssSSS "
+        "(as SHOW TIMELINE prints it) or 'yyyy-MM-dd HH:mm:ss.SSS' (UTC)"
+    )
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """A read's base path and optional time-travel instant."""
+
+    path: str
+    as_of: str | None = None
+    prune: bool = True
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], schema: StructType | None) -> ReadOptions:
+        """The read options from Spark's (case-insensitive) options and the read schema.
+
+        The path comes from ``path`` or, for a table of Spark's session catalog, from the
+        base path kept in the schema's first column metadata.
+
+        Raises:
+            TableNotFoundError: no path at all.
+            HudiSqlError: a malformed ``as.of.instant``.
+        """
+        lowered = {str(k).lower(): str(v) for k, v in options.items()}
+        path = lowered.get("path")
+        if not path and schema is not None and schema.fields:
+            path = (schema.fields[0].metadata or {}).get(PATH_METADATA_KEY)
+        if not path:
+            raise TableNotFoundError(
+                "the hudi data source was given no table path: use "
+                "spark.read.format('hudi').load('<base path>'), or register the table with "
+                "CREATE TABLE <name> USING hudi LOCATION '<base path>' (without a column "
+                "list, so that the table's own schema and path are recorded)"
+            )
+        if path.startswith("file:/") and not path.startswith("file://"):
+            path = path.removeprefix("file:")
+        as_of = lowered.get(AS_OF_INSTANT)
+        prune = lowered.get(PARTITION_PRUNING, "true").strip().lower()
+        if prune not in ("true", "false"):
+            raise HudiSqlError(f"option {PARTITION_PRUNING}={prune!r} must be true or false")
+        return cls(path=path, as_of=normalize_instant(as_of) if as_of else None,
+                   prune=prune == "true")

@@ -1,0 +1,320 @@
+"""The hudisql session: a SparkSession configured for Hudi tables, and table handles by name.
+
+:func:`connect` starts (or extends) a SparkSession so that Python workers run this
+interpreter, Python data sources receive the filters Spark pushes, and the ``hudi`` data
+source is registered. :class:`HudiSession` owns that SparkSession and the hudisql options
+(``hoodie.*`` keys); :meth:`HudiSession.table` returns a :class:`HudiTableHandle`.
+
+Until the persistent catalog lands, table names live in Spark's session catalog
+(``CREATE TABLE t USING hudi LOCATION '...'``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import sysconfig
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hudisql.errors import HudiSqlError, TableNotFoundError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from hudisql.catalog import Catalog
+    from hudisql.table import HudiTable
+
+#: Runtime SQL settings every hudisql session needs (settable on a running session too).
+SESSION_SQL_CONF: dict[str, str] = {
+    # The hudi data source prunes file slices by the filters Spark pushes to it.
+    "spark.sql.python.filterPushdown.enabled": "true",
+    # Instant times are UTC; timestamps shown in SHOW TIMELINE and reads must agree.
+    "spark.sql.session.timeZone": "UTC",
+}
+
+#: Settings fixed when a SparkContext starts (only applied to sessions hudisql starts).
+STARTUP_CONF: dict[str, str] = {
+    "spark.pyspark.python": sys.executable,
+    "spark.pyspark.driver.python": sys.executable,
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+#: The option names of the hudi data source and the write path that a session may default.
+HUDI_OPTION_PREFIXES = ("hoodie.", "hudisql.")
+
+#: A statement router: given the session and one SQL text, returns its result DataFrame.
+StatementRouter = Callable[["HudiSession", str], "DataFrame"]
+
+
+def _package_root() -> Path:
+    """The directory that contains the ``hudisql`` package."""
+    return Path(__file__).resolve().parent.parent
+
+
+def _is_installed() -> bool:
+    """True when hudisql is imported from an installed location (site-packages)."""
+    purelib = Path(sysconfig.get_paths()["purelib"]).resolve()
+    return purelib in Path(__file__).resolve().parents
+
+
+def _package_zip() -> str:
+    """Zip the hudisql package (sources only) into a temporary file; returns its path."""
+    root = _package_root()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted((root / "hudisql").rglob("*.py")):
+            zf.write(path, path.relative_to(root).as_posix())
+    fd, name = tempfile.mkstemp(prefix="hudisql-", suffix=".zip")
+    with os.fdopen(fd, "wb") as f:
+        f.write(buf.getvalue())
+    return name
+
+
+def _prepare_worker_environment() -> None:
+    """Make Python workers started by a new SparkContext use this interpreter and hudisql.
+
+    Spark's planning workers (which run the data source's ``schema``/``pushFilters``/
+    ``partitions``) take their interpreter from ``PYSPARK_PYTHON`` and their path from
+    the JVM's ``PYTHONPATH``, which the JVM inherits from this process when it starts.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if not _is_installed():
+        root = str(_package_root())
+        parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if root not in parts:
+            os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
+
+
+def _ship_package(spark: SparkSession) -> None:
+    """Ship hudisql to executors with ``addPyFile`` when they cannot import it locally."""
+    master = spark.sparkContext.master or ""
+    if _is_installed() or master.startswith("local"):
+        return
+    spark.sparkContext.addPyFile(_package_zip())
+
+
+def register_data_source(spark: SparkSession) -> None:
+    """Register the ``hudi`` Python data source with ``spark`` (idempotent)."""
+    from hudisql.read.datasource import HudiDataSource
+
+    spark.dataSource.register(HudiDataSource)
+
+
+def connect(
+    spark: SparkSession | None = None,
+    warehouse: str | os.PathLike[str] | None = None,
+    conf: Mapping[str, str] | None = None,
+    catalog: Catalog | str | None = None,
+) -> HudiSession:
+    """Start a local SparkSession configured for hudisql, or extend ``spark``.
+
+    Args:
+        spark: an existing SparkSession to extend; when None a local one (``local[2]``
+            unless ``conf`` sets ``spark.master``) is started or the active one reused.
+        warehouse: the directory of managed tables (default ``./spark-warehouse``).
+        conf: extra settings: ``spark.*`` keys go to Spark, ``hoodie.*``/``hudisql.*``
+            keys become the session's default write and read options.
+        catalog: the table catalog: a :class:`~hudisql.catalog.Catalog`, a URL
+            (``sqlite:///...``, ``postgresql://...``) or a configured catalog name; None:
+            ``load_catalog``'s default (a SQLite file in the warehouse). Opened on first use.
+
+    Returns:
+        A :class:`HudiSession` owning the SparkSession, its SQL router installed.
+    """
+    conf = dict(conf or {})
+    hudi_options = {k: v for k, v in conf.items() if k.startswith(HUDI_OPTION_PREFIXES)}
+    spark_conf = {k: v for k, v in conf.items() if not k.startswith(HUDI_OPTION_PREFIXES)}
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        warehouse_dir = os.path.abspath(warehouse or "spark-warehouse")
+        _prepare_worker_environment()
+        builder = SparkSession.builder.appName(spark_conf.pop("spark.app.name", "hudisql"))
+        builder = builder.master(spark_conf.pop("spark.master", "local[2]"))
+        settings = {**STARTUP_CONF, "spark.sql.warehouse.dir": warehouse_dir, **SESSION_SQL_CONF}
+        for key, value in {**settings, **spark_conf}.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel(conf.get("hudisql.log.level", "ERROR"))
+    else:
+        configured = (spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")
+        warehouse_dir = os.path.abspath(warehouse or configured.removeprefix("file:"))
+        for key, value in {**SESSION_SQL_CONF, **spark_conf}.items():
+            spark.conf.set(key, value)
+    _ship_package(spark)
+    register_data_source(spark)
+    from hudisql.sql import SqlRouter
+
+    return HudiSession(spark=spark, warehouse=warehouse_dir, options=hudi_options,
+                       router=SqlRouter(catalog, warehouse_dir))
+
+
+@dataclass
+class HudiSession:
+    """A SparkSession extended with hudisql: the ``hudi`` data source and table handles.
+
+    ``options`` are the session's default ``hoodie.*`` settings (e.g. the lock provider),
+    merged under the per-call options of every read and write.
+    """
+
+    spark: SparkSession
+    warehouse: str
+    options: dict[str, str] = field(default_factory=dict)
+    #: The SQL front-end's statement router; None passes every statement to Spark as is.
+    router: StatementRouter | None = None
+
+    def sql(self, text: str) -> DataFrame:
+        """Run one SQL statement; returns its result as a Spark DataFrame.
+
+        The SQL front-end installs :attr:`router` to handle hudisql's own statements;
+        without one, the text goes to Spark unchanged.
+        """
+        if self.router is not None:
+            return self.router(self, text)
+        return self.spark.sql(text)
+
+    def sql_script(self, text: str) -> list[DataFrame]:
+        """Run a script of ``;``-separated statements; returns one DataFrame per statement.
+
+        Raises:
+            SqlParseError: the script does not parse (then nothing ran).
+            HudiSqlError: the session has no SQL front-end router.
+        """
+        from hudisql.sql import SqlRouter
+
+        if not isinstance(self.router, SqlRouter):
+            raise HudiSqlError("sql_script needs the SQL front end: create the session with "
+                               "hudisql.connect()")
+        return self.router.run_script(self, text)
+
+    @property
+    def catalog(self) -> Catalog:
+        """The session's table catalog (opened on first use).
+
+        Raises:
+            HudiSqlError: the session has no SQL front-end router.
+            CatalogUnavailableError: the catalog database cannot be reached.
+        """
+        from hudisql.sql import SqlRouter
+
+        if not isinstance(self.router, SqlRouter):
+            raise HudiSqlError("this session has no catalog: create it with hudisql.connect()")
+        return self.router.catalog
+
+    def register_table(self, name: str, path: str | os.PathLike[str]) -> HudiTableHandle:
+        """Name the Hudi table at ``path`` in Spark's session catalog; returns its handle.
+
+        Raises:
+            TableNotFoundError: ``path`` holds no Hudi table.
+        """
+        location = str(path)
+        self._open_core(location, name)
+        escaped = location.replace("\\", "\\\\").replace("'", "\\'")
+        self.spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{escaped}'")
+        return self.table(name)
+
+    def table(self, name: str) -> HudiTableHandle:
+        """The handle of table ``name`` (as Spark's session catalog resolves it).
+
+        Raises:
+            TableNotFoundError: no table of that name, or it is not a ``hudi`` table.
+        """
+        if not self.spark.catalog.tableExists(name):
+            raise TableNotFoundError(
+                f"table {name!r} does not exist in the session catalog; register it with "
+                f"CREATE TABLE {name} USING hudi LOCATION '<base path>'"
+            )
+        location = self._catalog_location(name)
+        self._open_core(location, name)
+        return HudiTableHandle(session=self, name=name, path=location)
+
+    def table_at(self, path: str | os.PathLike[str]) -> HudiTableHandle:
+        """The handle of the Hudi table at ``path`` (no name needed).
+
+        Raises:
+            TableNotFoundError: ``path`` holds no Hudi table.
+        """
+        location = str(path)
+        self._open_core(location, None)
+        return HudiTableHandle(session=self, name=None, path=location)
+
+    def stop(self) -> None:
+        """Close the catalog and stop the underlying SparkSession."""
+        from hudisql.sql import SqlRouter
+
+        if isinstance(self.router, SqlRouter):
+            self.router.close()
+        self.spark.stop()
+
+    def _catalog_location(self, name: str) -> str:
+        jspark = self.spark._jsparkSession
+        ident = jspark.sessionState().sqlParser().parseTableIdentifier(name)
+        meta = jspark.sessionState().catalog().getTableMetadata(ident)
+        provider = meta.provider()
+        if provider.isEmpty() or str(provider.get()).lower() != "hudi":
+            shown = "none" if provider.isEmpty() else str(provider.get())
+            raise TableNotFoundError(
+                f"table {name!r} is not a hudi table (its provider is {shown}); "
+                "use spark.table() for it"
+            )
+        location = meta.location()
+        if location is None:
+            raise TableNotFoundError(f"table {name!r} has no LOCATION; re-create it with one")
+        uri = str(location.toString())
+        return uri.removeprefix("file:") if uri.startswith("file:/") else uri
+
+    @staticmethod
+    def _open_core(path: str, name: str | None) -> HudiTable:
+        from hudisql.table import HudiTable
+
+        try:
+            return HudiTable.open(path)
+        except TableNotFoundError as exc:
+            label = f"table {name!r} at {path}" if name else path
+            raise TableNotFoundError(
+                f"{label} is not a Hudi table (no .hoodie/hoodie.properties): {exc}"
+            ) from exc
+
+
+@dataclass
+class HudiTableHandle:
+    """A Hudi table seen from a :class:`HudiSession`: Spark reads (and writes) by name or path."""
+
+    session: HudiSession
+    name: str | None
+    path: str
+
+    def core(self) -> HudiTable:
+        """The table core's view of this table, freshly loaded (timeline included)."""
+        from hudisql.table import HudiTable
+
+        return HudiTable.open(self.path)
+
+    def read(self, as_of: str | None = None, **options: str) -> DataFrame:
+        """The table's snapshot as a Spark DataFrame (meta columns included).
+
+        Args:
+            as_of: an instant time; read the table as of that instant (time travel).
+            options: further ``hudi`` data source options.
+
+        Returns:
+            A lazy DataFrame over the ``hudi`` data source.
+        """
+        reader = self.session.spark.read.format("hudi")
+        for key, value in {**self.session.options, **options}.items():
+            reader = reader.option(key, value)
+        if as_of is not None:
+            reader = reader.option("as.of.instant", as_of)
+        return reader.load(self.path)
+
+    def __repr__(self) -> str:
+        return f"HudiTableHandle(name={self.name!r}, path={self.path!r})"
