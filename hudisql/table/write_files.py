@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -55,6 +56,7 @@ COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_COLUMNS
 DEFAULT_COMPRESSION = "gzip"
 
 _LOG_CREATE_ATTEMPTS = 100
+_WRITE_TOKEN = re.compile(r"^\d+-\d+-\d+$")
 
 
 def avro_text(schema: str | Mapping[str, Any]) -> str:
@@ -106,10 +108,10 @@ def write_partition_metadata(storage: Storage, partition_path: str, instant_time
 
 
 def _partition_id(write_token: str) -> int:
-    head = write_token.split("-", 1)[0]
-    if not head.isdigit():
+    """The Spark partition id of a write token; raises WriteError for a malformed token."""
+    if not _WRITE_TOKEN.match(write_token):
         raise WriteError(f"write token {write_token!r} is not <partitionId>-<stageId>-<attemptId>")
-    return int(head)
+    return int(write_token.split("-", 1)[0])
 
 
 def _stamp(
@@ -198,14 +200,13 @@ def write_base_file(
     Raises:
         WriteError: records without keys or that do not fit the schema (nothing written).
     """
+    partition_id = _partition_id(write_token)
     name = BaseFileName(file_id, write_token, instant_time).format()
     if BaseFileName.parse(name) != BaseFileName(file_id, write_token, instant_time):
         raise WriteError(f"file id {file_id!r} and write token {write_token!r} make no file name")
     rel = _join(partition_path, name)
     avro = with_meta_fields(_table_schema(schema))
-    stamped = _stamp(
-        records, instant_time, partition_path, name, _partition_id(write_token), keep_existing=True
-    )
+    stamped = _stamp(records, instant_time, partition_path, name, partition_id, keep_existing=True)
     table = _conform(stamped, avro_to_arrow(avro), rel)
     new_rows = int(pc.sum(pc.equal(table.column(COMMIT_TIME), instant_time)).as_py() or 0)
     footer = {"parquet.avro.schema": avro_text(avro), "writer.model.name": "avro"}
@@ -289,30 +290,33 @@ def write_log_file(
     has_records = records is not None and records.num_rows > 0
     if not has_records and not deletes:
         raise WriteError(f"nothing to write to the log of file group {file_id}")
+    partition_id = _partition_id(write_token)
+    if attempt is not None and (attempt < 0 or block_sequence_start < 0):
+        raise WriteError(
+            f"attempt {attempt} and block sequence start {block_sequence_start} must not be "
+            f"negative (log of file group {file_id})"
+        )
     avro = with_meta_fields(_table_schema(schema))
     schema_text = avro_text(avro)
-    idents = (
-        (block_identifier(attempt, block_sequence_start + i) for i in range(2))
-        if attempt is not None
-        else iter([None, None])
-    )
+
+    def header() -> dict[HeaderKey, str]:
+        # Blocks of one write are numbered in order, across log-file rollovers.
+        ident = None
+        if attempt is not None:
+            ident = block_identifier(attempt, block_sequence_start + len(blocks))
+        return _ordered_header(instant_time, schema_text, ident)
+
     blocks: list[bytes] = []
     n_records = 0
     if records is not None and has_records:
         stamped = _stamp(
-            records, instant_time, partition_path, file_id, _partition_id(write_token),
-            keep_existing=False,
+            records, instant_time, partition_path, file_id, partition_id, keep_existing=False
         )
         table = _conform(stamped, avro_to_arrow(avro), f"the log of file group {file_id}")
         n_records = table.num_rows
-        blocks.append(
-            encode_avro_data_block(table, schema_text, _ordered_header(
-                instant_time, schema_text, next(idents)))
-        )
+        blocks.append(encode_avro_data_block(table, schema_text, header()))
     if deletes:
-        blocks.append(
-            encode_delete_block(deletes, _ordered_header(instant_time, schema_text, next(idents)))
-        )
+        blocks.append(encode_delete_block(deletes, header()))
     written = _create_log_files(
         storage, partition_path, file_id, base_instant, instant_time, write_token, blocks,
         max_file_size,

@@ -305,10 +305,23 @@ def test_a_losing_task_attempts_log_file_is_not_merged(tmp_path: Path) -> None:
     assert snapshot(tmp_path / "t") == {"a": (5, "attempt 1 committed", "sf")}
 
 
-def test_write_log_file_refuses_an_empty_write(tmp_path: Path) -> None:
-    with pytest.raises(WriteError, match="nothing to write"):
-        write_log_file(Storage(str(tmp_path)), "", FILE_ID, INSTANT, INSTANT, "0-0-0", None,
-                       arrow_to_avro(SCHEMA, "t"))
+@pytest.mark.parametrize(
+    ("records", "token", "attempt", "message"),
+    [
+        (None, "0-0-0", None, "nothing to write"),
+        (staged(["a"]), "0-0", None, "is not <partitionId>-<stageId>-<attemptId>"),
+        (staged(["a"]), "0-0-0", -1, "must not be negative"),
+    ],
+)
+def test_write_log_file_refuses_bad_arguments_and_writes_nothing(
+    tmp_path: Path, records: pa.Table | None, token: str, attempt: int | None, message: str
+) -> None:
+    with pytest.raises(WriteError, match=message):
+        write_log_file(Storage(str(tmp_path)), "", FILE_ID, INSTANT, INSTANT, token, records,
+                       arrow_to_avro(SCHEMA, "t"), attempt=attempt)
+    with pytest.raises(WriteError, match="is not <partitionId>"):
+        write_base_file(Storage(str(tmp_path)), "", FILE_ID, INSTANT, "x-1-2", staged(["a"]),
+                        arrow_to_avro(SCHEMA, "t"))
     assert files_of(tmp_path) == set()
 
 
