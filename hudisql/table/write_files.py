@@ -299,7 +299,7 @@ def write_log_file(
     avro = with_meta_fields(_table_schema(schema))
     schema_text = avro_text(avro)
 
-    def header() -> dict[HeaderKey, str]:
+    def _header() -> dict[HeaderKey, str]:
         # Blocks of one write are numbered in order, across log-file rollovers.
         ident = None
         if attempt is not None:
@@ -314,9 +314,9 @@ def write_log_file(
         )
         table = _conform(stamped, avro_to_arrow(avro), f"the log of file group {file_id}")
         n_records = table.num_rows
-        blocks.append(encode_avro_data_block(table, schema_text, header()))
+        blocks.append(encode_avro_data_block(table, schema_text, _header()))
     if deletes:
-        blocks.append(encode_delete_block(deletes, header()))
+        blocks.append(encode_delete_block(deletes, _header()))
     written = _create_log_files(
         storage, partition_path, file_id, base_instant, instant_time, write_token, blocks,
         max_file_size,

@@ -121,6 +121,24 @@ def _check_writable(table: HudiTable) -> bool:
     return len(keys) > 1 if labelled is None else labelled
 
 
+#: Hudi's payload that lets the later write win whatever the precombine values.
+COMMIT_TIME_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+
+
+def event_time_field(props: P.TableProperties) -> str | None:
+    """The precombine field when a stored record beats an incoming one with a smaller value.
+
+    Returns None under commit-time ordering (``hoodie.record.merge.mode`` or the
+    ``OverwriteWithLatestAvroPayload`` payload class, as Hudi and the hudi reader apply it):
+    the later write wins.
+    """
+    if props.get("hoodie.record.merge.mode") == "COMMIT_TIME_ORDERING":
+        return None
+    if props.get(P.PAYLOAD_CLASS) == COMMIT_TIME_PAYLOAD:
+        return None
+    return props.precombine_field
+
+
 def _writer_schema(table: HudiTable) -> tuple[dict[str, Any], pa.Schema]:
     """The table's Avro schema without meta fields, and its Arrow schema."""
     avro = json.loads(table.avro_schema)
@@ -368,7 +386,8 @@ class WriteClient:
     def _merge_copy_on_write(self, table: HudiTable, work: SliceWrite) -> tuple[pa.Table, int, int]:
         """The slice's stored rows with ``work`` applied, in file order; (rows, updated, deleted).
 
-        An update replaces the stored row in place unless its precombine value is smaller.
+        An update replaces the stored row in place unless its precombine value is smaller
+        (under event-time ordering; see :func:`event_time_field`).
         """
         assert work.file_slice is not None
         storage, props = table.storage, table.properties
@@ -384,7 +403,7 @@ class WriteClient:
             incoming = conform_table(work.records, schema)
             position = pc.index_in(incoming.column(RECORD_KEY), value_set=stored_keys)
             wins = pc.is_valid(position)
-            ordering = props.precombine_field
+            ordering = event_time_field(props)
             if ordering is not None:
                 old = pc.take(stored.column(ordering), position)
                 newer = pc.greater_equal(incoming.column(ordering), old)

@@ -373,6 +373,17 @@ def test_an_update_with_a_smaller_precombine_value_does_not_win(
     assert snapshot(tmp_path / "t") == {"a": (5, "stored", "sf"), "b": (5, "tie", "sf")}
 
 
+def test_copy_on_write_under_commit_time_ordering_lets_the_later_write_win(
+    tmp_path: Path,
+) -> None:
+    payload = {"hoodie.compaction.payload.class":
+               "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"}
+    client = make(tmp_path, "COPY_ON_WRITE", options=payload)
+    client.insert(rows(("a", 5, "stored", "sf")))
+    client.upsert(rows(("a", 4, "later", "sf")))
+    assert snapshot(tmp_path / "t") == {"a": (4, "later", "sf")}
+
+
 @pytest.mark.parametrize(
     ("records", "message"),
     [
