@@ -149,10 +149,13 @@ SCENARIOS = [
 ]
 
 
-@pytest.fixture(params=SCENARIOS)
-def written(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, dict[str, Any], str]:
+@pytest.fixture(scope="module", params=SCENARIOS)
+def written(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, dict[str, Any], str]:
+    """One scenario's table (written once per module; the tests only read it)."""
     table_type, partitioned = request.param
-    path, steps = write_scenario(tmp_path, table_type, partitioned)
+    path, steps = write_scenario(tmp_path_factory.mktemp("written"), table_type, partitioned)
     return path, steps, table_type
 
 
