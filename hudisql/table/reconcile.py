@@ -45,6 +45,7 @@ corrupt then); reconciliation has already chosen by headers.
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 import threading
@@ -231,6 +232,8 @@ class CommittedLogFiles:
             CorruptTableError: the record is malformed.
         """
         text = metadata.extra_metadata.get(COMMITTED_LOG_FILES_KEY)
+        if text is not None and not isinstance(text, str):
+            raise _bad_record(instant, "not a JSON text")
         return None if text is None else cls.parse(text, instant)
 
 
@@ -278,10 +281,27 @@ def committed_log_files(timeline: Timeline, instant_time: str) -> CommittedLogFi
     instant = timeline.get(instant_time)
     record = None
     if instant is not None and instant.is_completed:
-        record = CommittedLogFiles.of_metadata(timeline.commit_metadata(instant), instant_time)
+        record = _read_record(timeline, instant_time)
     with _RECORDS_LOCK:
         cache[instant_time] = record
     return record
+
+
+def _read_record(timeline: Timeline, instant_time: str) -> CommittedLogFiles | None:
+    content = timeline.read_content(instant_time)
+    if content.lstrip()[:1] == b"{":
+        # v6 JSON: only extraMetadata is needed, so skip building every write stat.
+        try:
+            extra = json.loads(content).get("extraMetadata")
+        except (ValueError, AttributeError):
+            extra = None
+        if isinstance(extra, dict):
+            text = extra.get(COMMITTED_LOG_FILES_KEY)
+            if text is None or isinstance(text, str):
+                return None if text is None else CommittedLogFiles.parse(text, instant_time)
+    # Avro (v8+) or anything unusual: the full parser, which names what is malformed.
+    metadata = CommitMetadata.parse(content, instant_time)
+    return CommittedLogFiles.of_metadata(metadata, instant_time)
 
 
 # -- the verdicts ------------------------------------------------------------------------
@@ -400,9 +420,14 @@ def _mark_replaced(blocks: Sequence[LogBlockInfo], verdicts: list[BlockVerdict |
             )
 
 
-def _file_id(block: LogBlockInfo) -> str | None:
-    parsed = LogFileName.parse(posixpath.basename(block.log_file))
+@functools.lru_cache(maxsize=4096)
+def _file_id_of(log_file: str) -> str | None:
+    parsed = LogFileName.parse(posixpath.basename(log_file))
     return parsed.file_id if parsed is not None else None
+
+
+def _file_id(block: LogBlockInfo) -> str | None:
+    return _file_id_of(block.log_file)
 
 
 def _commit_rule(

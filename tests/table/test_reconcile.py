@@ -10,6 +10,7 @@ record ignored) and rule (b) reached because the commit has no record.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -374,16 +375,19 @@ def test_malformed_record_is_a_clear_error(text: str, what: str) -> None:
     assert "reconcile='sequence'" in str(info.value)
 
 
-def test_reading_with_a_malformed_record(t: RetryTable) -> None:
+@pytest.mark.parametrize("value", ["{", {"f-0": {"logFiles": []}}, 7])
+def test_reading_with_a_malformed_record(t: RetryTable, value: object) -> None:
     i = t.begin(ts(1))
     committed = t.write(blocks(t, i, 0, 1))
-    meta = CommitMetadata(extra_metadata={"schema": t.avro_text, COMMITTED_LOG_FILES_KEY: "{"})
+    meta = CommitMetadata(extra_metadata={"schema": t.avro_text})
     meta.add_write_stat(WriteStat(file_id=FILE_ID, path=committed[0], log_files=committed))
+    content = json.loads(meta.to_json())
+    content["extraMetadata"][COMMITTED_LOG_FILES_KEY] = value  # not a JSON text of the record
     inflight = t.timeline.get(i)
     assert inflight is not None
-    t.timeline.complete(inflight, meta.to_json())
+    t.timeline.complete(inflight, json.dumps(content).encode())
     before = sorted(s.path for s in t.storage.list_recursive("") if not s.is_dir)
-    with pytest.raises(CorruptTableError, match=f"commit {i}"):
+    with pytest.raises(CorruptTableError, match=f"commit {i}: extraMetadata"):
         t.merge("full")
     assert sorted(s.path for s in t.storage.list_recursive("") if not s.is_dir) == before
     assert t.values("sequence") == rows_of(0, 1)
