@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from hudisql.catalog import Catalog
     from hudisql.table import HudiTable
+    from hudisql.write.pipeline import WriteResult
 
 #: Runtime SQL settings every hudisql session needs (settable on a running session too).
 SESSION_SQL_CONF: dict[str, str] = {
@@ -315,6 +316,34 @@ class HudiTableHandle:
         if as_of is not None:
             reader = reader.option("as.of.instant", as_of)
         return reader.load(self.path)
+
+    def write(self, df: DataFrame, operation: str, **options: str) -> WriteResult:
+        """Write ``df`` with ``operation`` as one commit of Spark jobs; returns its result.
+
+        Raises:
+            WriteError: unknown operation or records that do not fit (nothing written).
+            CommitConflictError: a concurrent write touched the same file groups.
+        """
+        from hudisql.write.pipeline import SparkWriter
+
+        merged = {**self.session.options, **options}
+        return SparkWriter(self.session.spark, self.path, merged).write(df, operation)
+
+    def insert(self, df: DataFrame, **options: str) -> WriteResult:
+        """Insert new records (refused if a key exists); returns the commit's result."""
+        return self.write(df, "insert", **options)
+
+    def bulk_insert(self, df: DataFrame, **options: str) -> WriteResult:
+        """Insert records into new file groups without looking up keys; returns the result."""
+        return self.write(df, "bulk_insert", **options)
+
+    def upsert(self, df: DataFrame, **options: str) -> WriteResult:
+        """Update records whose keys exist, insert the others; returns the commit's result."""
+        return self.write(df, "upsert", **options)
+
+    def delete(self, df: DataFrame, **options: str) -> WriteResult:
+        """Delete the records whose keys ``df`` holds; returns the commit's result."""
+        return self.write(df, "delete", **options)
 
     def __repr__(self) -> str:
         return f"HudiTableHandle(name={self.name!r}, path={self.path!r})"

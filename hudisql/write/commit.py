@@ -1,0 +1,170 @@
+"""The commit protocol on the driver: requested -> inflight -> write -> locked check -> completed.
+
+A :class:`Transaction` opens an instant (rolling back abandoned instants first, under the
+table lock), keeps its heartbeat alive while executors write, and finishes it under the
+table lock: it checks the instants completed since it started for file groups it also
+wrote (optimistic concurrency: the later writer fails with :class:`CommitConflictError`
+naming both instants and the file groups), removes base files of failed or duplicate task
+attempts, and completes the instant with its commit metadata. Any failure rolls the
+instant back (its files removed, a rollback instant written) before the error propagates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from hudisql.errors import CommitConflictError
+from hudisql.table.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.filenames import BaseFileName
+from hudisql.table.instant import Action, Instant
+from hudisql.table.reconcile import record_committed_log_files
+from hudisql.table.table import HudiTable
+from hudisql.table.write_files import MARKER_DIR
+from hudisql.table.write_rollback import rollback_instant
+from hudisql.write.heartbeat import Heartbeat, heartbeat_settings, is_abandoned
+from hudisql.write.lock import LockProvider, lock_provider_for, lock_timeout
+
+#: ``hoodie.write.concurrency.mode``: ``optimistic_concurrency_control`` checks conflicts.
+CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
+OPTIMISTIC = "optimistic_concurrency_control"
+
+# Actions whose completed instants wrote data files (conflict candidates).
+_WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT, Action.COMPACTION,
+                  Action.LOGCOMPACTION, Action.CLUSTERING)
+
+#: Called with (event, instant) at each protocol step; tests inject failures here.
+StepHook = Callable[[str, str], None]
+
+
+def _no_step(event: str, instant: str) -> None:
+    return None
+
+
+@dataclass
+class Transaction:
+    """One write's instant from start to completed (or rolled back)."""
+
+    table: HudiTable
+    options: Mapping[str, str]
+    operation: str
+    on_step: StepHook = _no_step
+    instant: Instant | None = None
+    started_with: frozenset[str] = field(default_factory=frozenset)
+    heartbeat: Heartbeat | None = None
+    lock: LockProvider | None = None
+
+    @property
+    def instant_time(self) -> str:
+        """The instant time of this write (after :meth:`start`)."""
+        assert self.instant is not None, "Transaction.start() first"
+        return self.instant.timestamp
+
+    @property
+    def table_key(self) -> str:
+        """The lock key of the table: its base path."""
+        return self.table.base_path
+
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        if self.lock is None:
+            self.lock = lock_provider_for(self.options)
+        return self.lock.lock(self.table_key, lock_timeout(self.options))
+
+    def start(self) -> str:
+        """Roll back abandoned instants, then open this write's instant (inflight).
+
+        Returns:
+            The instant time.
+        """
+        interval, misses = heartbeat_settings(self.options)
+        with self._locked():
+            table = self.table.reload()
+            for pending in table.timeline.pending([Action.COMMIT, Action.DELTACOMMIT]):
+                if is_abandoned(table.storage, pending.timestamp, interval, misses):
+                    rollback_instant(table.reload(), pending.timestamp)
+            self.table = table.reload()
+            timeline = self.table.timeline
+            self.started_with = frozenset(i.timestamp for i in timeline.completed())
+            action = Action.DELTACOMMIT if self.table.properties.is_mor else Action.COMMIT
+            requested = timeline.create_requested(action)
+            self.heartbeat = Heartbeat(self.table.storage, requested.timestamp, interval).start()
+            planned = CommitMetadata(operation_type=self.operation)
+            self.instant = timeline.transition_to_inflight(requested, planned.to_json())
+        self.on_step("inflight", self.instant_time)
+        return self.instant_time
+
+    def commit(self, stats: Sequence[WriteStat], schema: str) -> Instant:
+        """Complete the instant with ``stats`` under the table lock; returns the completed one.
+
+        Raises:
+            CommitConflictError: a write completed since this one started touched one of
+                its file groups (this instant is rolled back first).
+        """
+        assert self.instant is not None
+        metadata = CommitMetadata(extra_metadata={"schema": schema},
+                                  operation_type=self.operation)
+        for stat in stats:
+            metadata.add_write_stat(stat)
+        self.on_step("written", self.instant_time)
+        with self._locked():
+            table = self.table.reload()
+            if self.options.get(CONCURRENCY_MODE, OPTIMISTIC).lower() == OPTIMISTIC:
+                self._check_conflicts(table, metadata)
+            self._remove_stray_base_files(table, metadata)
+            if table.properties.is_mor:
+                record_committed_log_files(metadata)
+            self.on_step("completing", self.instant_time)
+            done = table.timeline.complete(self.instant, metadata.to_json())
+        self._finish()
+        table.storage.delete_dir(f"{MARKER_DIR}/{self.instant_time}")
+        return done
+
+    def _check_conflicts(self, table: HudiTable, metadata: CommitMetadata) -> None:
+        ours = {(s.partition_path or "", s.file_id) for s in metadata.write_stats()}
+        for other in table.timeline.completed(_WRITE_ACTIONS):
+            if other.timestamp in self.started_with or other.timestamp == self.instant_time:
+                continue
+            theirs = {(s.partition_path or "", s.file_id)
+                      for s in table.timeline.commit_metadata(other).write_stats()}
+            clash = sorted(ours & theirs)
+            if clash:
+                groups = ", ".join(f"{p or '<root>'}/{f}" for p, f in clash[:10])
+                raise CommitConflictError(
+                    f"table {table.name}: write {self.instant_time} conflicts with "
+                    f"{other.action} {other.timestamp}, completed meanwhile, on file groups "
+                    f"{groups}; {self.instant_time} is rolled back: retry the write"
+                )
+
+    def _remove_stray_base_files(self, table: HudiTable, metadata: CommitMetadata) -> None:
+        """Delete base files of this instant that no write stat names (failed attempts)."""
+        kept = {s.path for s in metadata.write_stats() if s.path}
+        marker_root = f"{MARKER_DIR}/{self.instant_time}/"
+        for status in table.storage.list_recursive(marker_root.rstrip("/")):
+            if status.is_dir or ".marker." not in status.name:
+                continue
+            rel = status.path[len(marker_root):] if status.path.startswith(marker_root) else ""
+            data_file = rel.rsplit(".marker.", 1)[0]
+            parsed = BaseFileName.parse(data_file.rsplit("/", 1)[-1])
+            # Only base files carry this instant in their name: they are ours for sure.
+            if parsed is not None and parsed.instant == self.instant_time and data_file not in kept:
+                table.storage.delete(data_file)
+
+    def abort(self) -> str | None:
+        """Roll the instant back (its files removed, a rollback instant written).
+
+        Returns:
+            The rollback's instant time, or None when nothing was started.
+        """
+        if self.instant is None:
+            return None
+        try:
+            with self._locked():
+                return rollback_instant(self.table.reload(), self.instant_time)
+        finally:
+            self._finish()
+
+    def _finish(self) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
+            self.heartbeat = None

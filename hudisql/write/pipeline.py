@@ -1,0 +1,345 @@
+"""Writes as Spark jobs: stage keys, tag records with file groups, write slices on executors.
+
+The driver plans and commits; executors do everything per record:
+
+1. *stage* (``mapInArrow``): each record gets its record key and partition path, formed by
+   the table core's key generator code;
+2. *existing keys* (``mapInArrow`` over the latest file slices of the touched partitions):
+   the stored keys with their file ids (Hudi's simple index);
+3. *tag*: a Spark join of the two; records without a file group go to new file groups
+   (per partition, ``ceil(inserts / max records per file)`` of them, by key hash);
+4. *write* (``repartition`` by file group, then ``mapInArrow``): each task writes whole file
+   slices with the core's per-slice functions and returns their write stats.
+
+The :class:`~hudisql.write.commit.Transaction` wraps it all in Hudi's commit protocol.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import TaskContext
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from hudisql.errors import WriteError
+from hudisql.table.commit_metadata import WriteStat
+from hudisql.table.filenames import new_file_id, write_token
+from hudisql.table.fsview import FileSlice
+from hudisql.table.merge import read_file_slice
+from hudisql.table.schema import META_COLUMNS
+from hudisql.table.table import HudiTable
+from hudisql.table.write_files import avro_text, write_base_file, write_log_file
+from hudisql.table.write_plan import NATURAL_ORDER_BRANCH, SliceWrite
+from hudisql.table.write_records import (
+    PARTITION_PATH,
+    RECORD_KEY,
+    conform_records,
+    partition_paths,
+    precombine,
+    record_keys,
+)
+from hudisql.table.writer import WriteClient, _check_writable, _writer_schema
+from hudisql.write.commit import StepHook, Transaction
+
+#: Operations and their ``operationType`` in commit metadata.
+OPERATIONS = {"insert": "INSERT", "bulk_insert": "BULK_INSERT", "upsert": "UPSERT",
+              "delete": "DELETE"}
+#: Records per new file group (Hudi's ``hoodie.copyonwrite.insert.split.size`` analogue).
+MAX_RECORDS_PER_FILE = "hoodie.copyonwrite.insert.split.size"
+DEFAULT_MAX_RECORDS_PER_FILE = 500_000
+#: Fault injection for tests: the first attempt of every write task fails after this many
+#: files (deterministic: Spark retries the task, the retry succeeds).
+FAULT_AFTER_FILES = "hudisql.write.fault.first.attempt.after.files"
+
+_FILE_ID = "_hudisql_file_id"
+_STATS_SCHEMA = StructType([StructField("stat", StringType()), StructField("attempt", LongType())])
+_KEYS_SCHEMA = StructType([StructField(PARTITION_PATH, StringType()),
+                           StructField(RECORD_KEY, StringType()),
+                           StructField(_FILE_ID, StringType())])
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """A completed Spark write: its instant, action and write stats."""
+
+    instant_time: str
+    action: str
+    stats: list[WriteStat]
+
+
+@dataclass(frozen=True)
+class _TableSpec:
+    """What executors need to know about the table (small and picklable)."""
+
+    path: str
+    name: str
+    key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    hive_style: bool
+    labelled: bool
+    precombine_field: str | None
+    is_mor: bool
+    schema_text: str
+    arrow_schema: pa.Schema
+
+
+def _spec(table: HudiTable) -> _TableSpec:
+    props = table.properties
+    labelled = _check_writable(table)
+    avro, arrow = _writer_schema(table)
+    return _TableSpec(table.base_path, table.name, tuple(props.record_key_fields),
+                      tuple(props.partition_fields), props.hive_style_partitioning, labelled,
+                      props.precombine_field, props.is_mor, avro_text(avro), arrow)
+
+
+def _check_columns(df: DataFrame, spec: _TableSpec, operation: str) -> None:
+    """Refuse a DataFrame whose columns do not fit the table (before anything is written)."""
+    columns = {f.name: f for f in df.schema.fields if not f.name.startswith("_hoodie_")}
+    where = f"table {spec.name}"
+    needed = (list(spec.key_fields) + [p for p in spec.partition_fields if p in columns]
+              if operation == "delete" else spec.arrow_schema.names)
+    missing = [n for n in needed if n not in columns]
+    if missing:
+        raise WriteError(f"{where}: the DataFrame lacks the column(s) {missing}; its columns "
+                         f"are {sorted(columns)}")
+    unknown = [n for n in columns if spec.arrow_schema.get_field_index(n) < 0]
+    if unknown and operation != "delete":
+        raise WriteError(f"{where}: the DataFrame has column(s) {unknown} the table does not "
+                         f"have; the table's columns are {spec.arrow_schema.names}")
+    for name in needed:
+        have = to_arrow_type(columns[name].dataType)
+        want = spec.arrow_schema.field(name).type
+        if not _fits(have, want):
+            raise WriteError(f"{where}: column {name!r} is {columns[name].dataType.simpleString()}"
+                             f" ({have}) in the DataFrame but {want} in the table; cast it first")
+
+
+def _fits(have: pa.DataType, want: pa.DataType) -> bool:
+    if have.equals(want):
+        return True
+    kinds = (pa.types.is_integer, pa.types.is_floating, pa.types.is_string,
+             pa.types.is_timestamp, pa.types.is_decimal, pa.types.is_binary)
+    if pa.types.is_integer(have) and pa.types.is_floating(want):
+        return True
+    return any(k(have) and k(want) for k in kinds)
+
+
+def _check_keys(df: DataFrame, spec: _TableSpec) -> None:
+    """Refuse null or empty record keys (a Spark job that stops at the first bad row)."""
+    bad = " OR ".join(f"`{k}` IS NULL OR CAST(`{k}` AS STRING) = ''" for k in spec.key_fields)
+    found = df.where(bad).select(*[F.col(f"`{k}`") for k in spec.key_fields]).limit(1).collect()
+    if found:
+        raise WriteError(f"table {spec.name}: a record has a null or empty record key field "
+                         f"({', '.join(spec.key_fields)}): {found[0].asDict()}; every record "
+                         "needs a key")
+
+
+# -- executor functions ---------------------------------------------------------------------
+
+
+def _stage_batches(spec: _TableSpec, with_partition: bool) -> Any:
+    def stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            keys = record_keys(table, spec.key_fields, spec.name, spec.labelled)
+            if with_partition:
+                parts = partition_paths(table, spec.partition_fields, spec.hive_style, spec.name)
+            else:
+                parts = pa.nulls(table.num_rows, pa.string())
+            out = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
+            yield from out.to_batches()
+    return stage
+
+
+def _read_keys(spec: _TableSpec, slices: list[FileSlice], head: str | None) -> Any:
+    def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = HudiTable.open(spec.path)
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                file_slice = slices[index]
+                keys = read_file_slice(table.storage, table.properties, table.timeline,
+                                       file_slice, as_of=head, columns=[RECORD_KEY])
+                n = keys.num_rows
+                yield pa.RecordBatch.from_arrays([
+                    pa.array([file_slice.partition_path] * n, pa.string()),
+                    keys.column(RECORD_KEY).cast(pa.string()).combine_chunks(),
+                    pa.array([file_slice.file_id] * n, pa.string()),
+                ], names=[PARTITION_PATH, RECORD_KEY, _FILE_ID])
+    return read_keys
+
+
+def _write_slices(spec: _TableSpec, operation: str, instant: str,
+                  slices: Mapping[tuple[str, str], FileSlice], fault_after: int | None) -> Any:
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = [b for b in batches if b.num_rows]
+        if not rows:
+            return
+        ctx = TaskContext.get()
+        assert ctx is not None
+        token = write_token(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
+        attempt = ctx.attemptNumber()
+        data = pa.Table.from_batches(rows)
+        table = HudiTable.open(spec.path)
+        for written, file_id in enumerate(pc.unique(data.column(_FILE_ID)).to_pylist(), 1):
+            group = data.filter(pc.equal(data.column(_FILE_ID), file_id))
+            partition = group.column(PARTITION_PATH)[0].as_py()
+            stat = _write_group(table, spec, operation, instant, token, attempt, group,
+                                slices.get((partition, file_id)), partition, file_id)
+            yield pa.RecordBatch.from_pylist(
+                [{"stat": json.dumps(stat.to_dict()), "attempt": attempt}],
+                schema=pa.schema([("stat", pa.string()), ("attempt", pa.int64())]))
+            if fault_after is not None and attempt == 0 and written >= fault_after:
+                raise RuntimeError(f"injected failure after {written} file(s) of {instant}")
+    return write
+
+
+def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: str, token: str,
+                 attempt: int, group: pa.Table, file_slice: FileSlice | None, partition: str,
+                 file_id: str) -> WriteStat:
+    """Write one file group's part of the write in this task; returns its write stat."""
+    storage = table.storage
+    if operation == "delete":
+        assert file_slice is not None
+        keys = pc.unique(group.column(RECORD_KEY)).to_pylist()
+        from hudisql.table.log.format import DeleteRecord
+
+        deletes = [DeleteRecord(k, partition, 0, NATURAL_ORDER_BRANCH) for k in keys]
+        work = SliceWrite(partition, file_id, file_slice, deletes=deletes)
+        records = None
+    else:
+        data = conform_records(group.drop_columns([RECORD_KEY, PARTITION_PATH, _FILE_ID]),
+                               spec.arrow_schema, spec.name)
+        n = data.num_rows
+        nulls = pa.nulls(n, pa.string())
+        staged = pa.Table.from_arrays(
+            [nulls, nulls, group.column(RECORD_KEY), group.column(PARTITION_PATH), nulls,
+             *data.columns], names=[*META_COLUMNS, *data.column_names])
+        records = precombine(staged, spec.precombine_field, spec.name)
+        updates = records.num_rows if file_slice is not None else 0
+        work = SliceWrite(partition, file_id, file_slice, records=records, updates=updates)
+    if file_slice is None:
+        assert records is not None
+        return write_base_file(storage, partition, file_id, instant, token, records,
+                               spec.schema_text)
+    if spec.is_mor:
+        base_file = file_slice.base_file.name if file_slice.base_file is not None else None
+        return write_log_file(storage, partition, file_id, file_slice.base_instant, instant,
+                              token, records, spec.schema_text, deletes=work.deletes,
+                              attempt=attempt, base_file=base_file, num_updates=work.updates)
+    merged, updated, deleted = WriteClient(table)._merge_copy_on_write(table, work)
+    return write_base_file(storage, partition, file_id, instant, token, merged, spec.schema_text,
+                           prev_commit=file_slice.base_instant, num_updates=updated,
+                           num_deletes=deleted)
+
+
+# -- the driver -----------------------------------------------------------------------------
+
+
+class SparkWriter:
+    """Writes DataFrames to one Hudi table (version 6) as Spark jobs, one commit per call."""
+
+    def __init__(self, spark: SparkSession, path: str, options: Mapping[str, str] | None = None,
+                 on_step: StepHook | None = None) -> None:
+        self.spark = spark
+        self.path = path
+        self.options = dict(options or {})
+        self.on_step = on_step
+
+    def write(self, df: DataFrame, operation: str) -> WriteResult:
+        """Write ``df`` with ``operation`` (insert, bulk_insert, upsert, delete) as one commit.
+
+        Raises:
+            WriteError: unknown operation, or records that do not fit the table (nothing
+                is written then).
+            CommitConflictError: a concurrent write touched the same file groups.
+        """
+        op = operation.lower()
+        if op not in OPERATIONS:
+            raise WriteError(f"unknown write operation {operation!r}: use one of "
+                             f"{', '.join(OPERATIONS)}")
+        table = HudiTable.open(self.path)
+        spec = _spec(table)
+        _check_columns(df, spec, op)
+        _check_keys(df, spec)
+        txn = Transaction(table, self.options, OPERATIONS[op])
+        if self.on_step is not None:
+            txn.on_step = self.on_step
+        instant = txn.start()
+        try:
+            stats = self._run(df, op, spec, txn.table, instant)
+            done = txn.commit(stats, spec.schema_text)
+        except BaseException:
+            txn.abort()
+            raise
+        return WriteResult(done.timestamp, done.action, stats)
+
+    def _run(self, df: DataFrame, op: str, spec: _TableSpec, table: HudiTable,
+             instant: str) -> list[WriteStat]:
+        with_partition = op != "delete" or all(p in df.columns for p in spec.partition_fields)
+        staged_schema = StructType([*df.schema.fields, StructField(RECORD_KEY, StringType()),
+                                    StructField(PARTITION_PATH, StringType())])
+        staged = df.mapInArrow(_stage_batches(spec, with_partition), staged_schema)
+        if op == "bulk_insert":
+            tagged = staged.withColumn(_FILE_ID, F.lit(None).cast("string"))
+            slices: dict[tuple[str, str], FileSlice] = {}
+        else:
+            tagged, slices = self._tag(staged, spec, table, with_partition)
+        if op == "insert":
+            dup = tagged.where(F.col(_FILE_ID).isNotNull()).select(RECORD_KEY).limit(1).collect()
+            if dup:
+                raise WriteError(f"table {spec.name}: record key {dup[0][0]!r} is already in "
+                                 "the table; insert adds new records only: use upsert")
+        if op == "delete":
+            tagged = tagged.where(F.col(_FILE_ID).isNotNull())
+        else:
+            tagged = self._assign_new_groups(tagged)
+        groups = max(1, tagged.select(_FILE_ID).distinct().count())
+        fault = self.options.get(FAULT_AFTER_FILES)
+        writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None)
+        out = tagged.repartition(groups, _FILE_ID).mapInArrow(writer, _STATS_SCHEMA)
+        return [WriteStat.from_dict(json.loads(r.stat)) for r in out.collect()]
+
+    def _tag(self, staged: DataFrame, spec: _TableSpec, table: HudiTable, with_partition: bool
+             ) -> tuple[DataFrame, dict[tuple[str, str], FileSlice]]:
+        head = table.timeline.last_completed()
+        if with_partition:
+            touched = [r[0] for r in staged.select(PARTITION_PATH).distinct().collect()]
+            slices = table.file_slices(partitions=touched)
+        else:
+            slices = table.file_slices()
+        by_group = {(s.partition_path, s.file_id): s for s in slices}
+        if not slices:
+            return staged.withColumn(_FILE_ID, F.lit(None).cast("string")), by_group
+        ids = self.spark.range(len(slices), numPartitions=min(len(slices), 8))
+        existing = ids.mapInArrow(
+            _read_keys(spec, slices, head.timestamp if head else None), _KEYS_SCHEMA)
+        if with_partition:
+            tagged = staged.join(existing, [PARTITION_PATH, RECORD_KEY], "left")
+        else:
+            tagged = staged.drop(PARTITION_PATH).join(existing, [RECORD_KEY], "inner")
+        return tagged, by_group
+
+    def _assign_new_groups(self, tagged: DataFrame) -> DataFrame:
+        per_file = int(self.options.get(MAX_RECORDS_PER_FILE, DEFAULT_MAX_RECORDS_PER_FILE))
+        counts = (tagged.where(F.col(_FILE_ID).isNull()).groupBy(PARTITION_PATH).count()
+                  .collect())
+        if not counts:
+            return tagged
+        pairs: list[Any] = []
+        for row in counts:
+            n = max(1, math.ceil(row["count"] / per_file))
+            pairs += [F.lit(row[PARTITION_PATH]),
+                      F.array(*[F.lit(new_file_id()) for _ in range(n)])]
+        new_ids = F.create_map(*pairs)[F.col(PARTITION_PATH)]
+        bucket = F.pmod(F.xxhash64(F.col(RECORD_KEY)), F.size(new_ids)) + 1
+        return tagged.withColumn(
+            _FILE_ID, F.coalesce(F.col(_FILE_ID), F.element_at(new_ids, bucket.cast("int"))))

@@ -1,0 +1,38 @@
+"""Fixtures of the Spark write tests: a HudiSession and empty tables to write to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import hudisql
+from hudisql.session import HudiSession, HudiTableHandle
+from hudisql.table.writer import create_table
+
+TRIP_SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()),
+                         ("fare", pa.float64()), ("city", pa.string())])
+
+
+@pytest.fixture(scope="session")
+def hudi_session(spark) -> HudiSession:  # type: ignore[no-untyped-def]
+    """The shared SparkSession extended by hudisql."""
+    session: HudiSession = hudisql.connect(spark)
+    return session
+
+
+@pytest.fixture
+def new_table(hudi_session: HudiSession, tmp_path: Path
+              ) -> Callable[..., HudiTableHandle]:
+    """A factory: ``new_table(table_type, partitioned=True)`` creates an empty trips table."""
+
+    def make(table_type: str = "MERGE_ON_READ", partitioned: bool = True,
+             name: str = "trips") -> HudiTableHandle:
+        path = tmp_path / f"{name}_{table_type.lower()}"
+        create_table(str(path), name, TRIP_SCHEMA, "uuid", "city" if partitioned else (),
+                     "ts", table_type)
+        return hudi_session.table_at(str(path))
+
+    return make
