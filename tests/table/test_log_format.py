@@ -71,7 +71,8 @@ def test_fixture_delete_block_scans_and_decodes() -> None:
         "e96c4396-3fad-413a-a942-4cb36106d721", "9909a8b1-2d15-4d3d-8ec9-efc48c536a00", UUID_A]
     assert {d.partition_path for d in deletes} == {"city=san_francisco"}
     # Spark wrote the default ordering value 0 in the union's long branch.
-    assert [(d.ordering_value, d.ordering_type) for d in deletes] == [(0, "long")] * 3
+    # Spark's "no ordering value" is IntWrapper(0): union branch 2, value 0.
+    assert [(d.ordering_value, d.ordering_type) for d in deletes] == [(0, "int")] * 3
 
 
 def test_fixture_parquet_data_block_scans_and_decodes() -> None:

@@ -175,8 +175,8 @@ def test_delete_ordering_values_keep_their_union_branch() -> None:
         DeleteRecord("k7", "p", b"\x00\x01"), DeleteRecord("k8", "p", Decimal("-12.5")),
         DeleteRecord("k9", "p", dt.date(2023, 4, 1)),
         DeleteRecord("k10", "p", dt.datetime(2023, 4, 1, 12, 1, 2, 3, tzinfo=dt.UTC)),
-        DeleteRecord("k11", "p", dt.time(1, 2, 3, 4000), "time-millis"),
-        DeleteRecord("k12", "p", dt.datetime(2023, 4, 1, tzinfo=dt.UTC), "timestamp-millis"),
+        DeleteRecord("k11", "p", dt.time(1, 2, 3, 4000), "time-micros"),
+        DeleteRecord("k12", "p", True),
         DeleteRecord("k13", "p", 2.5, "float"),
     ]
     block = encode_delete_block(records, {HeaderKey.INSTANT_TIME: INSTANT})
@@ -185,20 +185,50 @@ def test_delete_ordering_values_keep_their_union_branch() -> None:
     assert decoded == records
     assert [d.ordering_type for d in decoded] == [
         "null", "int", "long", "long", "double", "string", "bytes", "decimal", "date",
-        "timestamp-micros", "time-millis", "timestamp-millis", "float"]
-    # fastavro reads the same list with the schema Hudi publishes.
-    schema_path = LOG_FILES["valid_log_delete"].parent.parent.parent / "HoodieDeleteRecordList.avsc"
-    parsed = fastavro.parse_schema(json.loads(schema_path.read_text()))
+        "timestamp-micros", "time-micros", "boolean", "float"]
+    # fastavro reads the same list with the schema Hudi 0.14/0.15 writes with.
+    parsed = fastavro.parse_schema(_HUDI_DELETE_RECORD_LIST)
     content = block[info.content_position:info.content_position + info.content_length]
     blob: Any = fastavro.schemaless_reader(io.BytesIO(content[8:]), parsed, None)
     assert [r["recordKey"] for r in blob["deleteRecordList"]] == [r.record_key for r in records]
-    assert blob["deleteRecordList"][7]["orderingVal"] == Decimal("-12.5")
+    assert blob["deleteRecordList"][7]["orderingVal"] == {"value": Decimal("-12.5")}
+    assert blob["deleteRecordList"][11]["orderingVal"] == {"value": True}
+
+
+def _wrapper(name: str, value_type: Any) -> dict[str, Any]:
+    return {"type": "record", "name": name, "namespace": "org.apache.hudi.avro.model",
+            "fields": [{"name": "value", "type": value_type}]}
+
+
+#: HoodieDeleteRecordList as Hudi 0.14/0.15 declares it: orderingVal is a union of one-field
+#: wrapper records (which encode exactly as their bare value types).
+_HUDI_DELETE_RECORD_LIST: dict[str, Any] = {
+    "type": "record", "name": "HoodieDeleteRecordList", "namespace": "org.apache.hudi.avro.model",
+    "fields": [{"name": "deleteRecordList", "type": {"type": "array", "items": {
+        "type": "record", "name": "HoodieDeleteRecord", "fields": [
+            {"name": "recordKey", "type": ["null", "string"], "default": None},
+            {"name": "partitionPath", "type": ["null", "string"], "default": None},
+            {"name": "orderingVal", "default": None, "type": [
+                "null",
+                _wrapper("BooleanWrapper", "boolean"), _wrapper("IntWrapper", "int"),
+                _wrapper("LongWrapper", "long"), _wrapper("FloatWrapper", "float"),
+                _wrapper("DoubleWrapper", "double"), _wrapper("BytesWrapper", "bytes"),
+                _wrapper("StringWrapper", "string"),
+                _wrapper("DateWrapper", {"type": "int", "logicalType": "date"}),
+                _wrapper("DecimalWrapper", {"type": "bytes", "logicalType": "decimal",
+                                            "precision": 30, "scale": 15}),
+                _wrapper("TimeMicrosWrapper", {"type": "long", "logicalType": "time-micros"}),
+                _wrapper("TimestampMicrosWrapper",
+                         {"type": "long", "logicalType": "timestamp-micros"}),
+            ]},
+        ]}}}],
+}
 
 
 @pytest.mark.parametrize(
     ("record", "message"),
     [
-        (DeleteRecord("k", "p", True), "boolean"),
+        (DeleteRecord("k", "p", 1, "boolean"), "does not fit boolean"),
         (DeleteRecord("k", "p", 2**40, "int"), "does not fit int"),
         (DeleteRecord("k", "p", Decimal("0.0000000000000001")), "decimal places"),
         (DeleteRecord("k", "p", object()), "has no branch"),

@@ -348,6 +348,12 @@ def _decode_avro(content: bytes, info: LogBlockInfo) -> pa.Table:
         raise _block_error(info, str(e)) from None
     if pos != len(content):
         raise _block_error(info, f"{len(content) - pos} bytes follow the last record")
+    try:
+        # Damaged bytes can still decode to values Arrow cannot hold (invalid UTF-8, a time
+        # outside a day); such a block is corrupt, not a source of undefined values.
+        table.validate(full=True)
+    except pa.ArrowInvalid as e:
+        raise _block_error(info, f"it decodes to invalid values: {e}") from None
     return table
 
 
@@ -455,6 +461,10 @@ def _read_optional_string(data: bytes, pos: int) -> tuple[str | None, int]:
 def _read_ordering_value(data: bytes, pos: int, name: str) -> tuple[Any, int]:
     if name == "null":
         return None, pos
+    if name == "boolean":
+        if pos >= len(data):
+            raise ValueError("boolean runs past the content")
+        return data[pos] != 0, pos + 1
     if name == "float":
         return struct.unpack_from("<f", data, pos)[0], pos + 4
     if name == "double":

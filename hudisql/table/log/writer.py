@@ -189,7 +189,7 @@ def _infer_ordering_type(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
-        raise WriteError("a boolean ordering value has no branch in Hudi's orderingVal union")
+        return "boolean"
     if isinstance(value, int):
         return "int" if -(2**31) <= value < 2**31 else "long"
     if isinstance(value, float):
@@ -227,6 +227,10 @@ def _write_ordering_branch(out: bytearray, name: str, value: Any) -> None:
     if name == "null":
         if value is not None:
             raise ValueError("not None")
+    elif name == "boolean":
+        if not isinstance(value, bool):
+            raise ValueError("not a bool")
+        out.append(1 if value else 0)
     elif name in ("int", "long"):
         bits = 32 if name == "int" else 64
         v = int(value)
