@@ -324,6 +324,29 @@ def test_as_of_before_an_instant(t: RetryTable) -> None:
     assert t.values("full", as_of=BASE) == BASE_ROWS
 
 
+def test_a_spurious_log_compaction_block_replaces_nothing(
+    t: RetryTable, rule: tuple[str, bool]
+) -> None:
+    # A log compaction's failed attempt compacted i1 and i2 (but wrong: it lost k1); its
+    # retry compacted i1 only. Only the committed attempt's block stands in for others.
+    mode, record = rule
+    i1, i2, lc = t.begin(ts(1)), ts(2), ts(3)
+    t.commit(i1, t.write([t.data(i1, (0, 0), {"k0": "i1"})]), 0, record=record)
+    t.begin(i2)
+    t.commit(i2, t.write([t.data(i2, (0, 0), {"k1": "i2"})]), 0, record=record)
+    t.begin(lc)
+    t.write([t.data(lc, (0, 0), {"k0": "lc-a0"}, compacts=[i1, i2])])
+    t.write([t.data(lc, (0, 1), {"x": "lc-a0"})])
+    t.write([t.data(lc, (1, 0), {"k0": "lc-a1"}, compacts=[i1])])  # died before block 1
+    committed = t.write([t.data(lc, (2, 0), {"k0": "lc-a2"}, compacts=[i1]),
+                         t.data(lc, (2, 1), {"y": "lc-a2"})])
+    t.commit(lc, committed, 2, record=record)
+    assert t.values(mode) == {**BASE_ROWS, "k0": "lc-a2", "k1": "i2", "y": "lc-a2"}
+    assert verdicts(t, mode) == [
+        "replaced", "valid", "spurious", "spurious", "spurious", "valid", "valid"
+    ]
+
+
 # -- the record --------------------------------------------------------------------------
 
 

@@ -158,11 +158,18 @@ class RetryTable:
             header[HeaderKey.BLOCK_IDENTIFIER] = block_identifier(*ident)
         return header
 
-    def data(self, instant: str, ident: tuple[int, int] | None, rows: dict[str, str]) -> bytes:
-        """An Avro data block of ``instant`` with ``rows`` (id -> val)."""
-        return encode_avro_data_block(
-            self._records(instant, rows), self.avro, self._header(instant, ident)
-        )
+    def data(
+        self, instant: str, ident: tuple[int, int] | None, rows: dict[str, str],
+        compacts: Sequence[str] = (),
+    ) -> bytes:
+        """An Avro data block of ``instant`` with ``rows`` (id -> val).
+
+        ``compacts``: the instants whose blocks it replaces (a log compaction's block).
+        """
+        header = self._header(instant, ident)
+        if compacts:
+            header[HeaderKey.COMPACTED_BLOCK_TIMES] = ",".join(compacts)
+        return encode_avro_data_block(self._records(instant, rows), self.avro, header)
 
     def delete(self, instant: str, ident: tuple[int, int] | None, keys: Sequence[str]) -> bytes:
         """A delete block of ``instant`` (natural order: no ordering value)."""

@@ -36,8 +36,10 @@ SHARED_KEYS = ["b0", "b1", "k0", "k1"]
 
 @dataclass(frozen=True)
 class Attempt:
-    """One task attempt: how many blocks it wrote whole, and whether it died mid-block."""
+    """One task attempt: its attempt number, how many blocks it wrote whole, and whether it
+    died mid-block."""
 
+    number: int
     written: int
     torn: bool
 
@@ -66,11 +68,14 @@ def instant_histories(draw: st.DrawFn, rule: str) -> InstantHistory:
         ))
     )
     n = len(kinds)
-    attempts = list(draw(st.lists(
-        st.builds(Attempt, st.integers(0, n), st.booleans()), min_size=1, max_size=3
-    )))
+    shapes = draw(st.lists(st.tuples(st.integers(0, n), st.booleans()), min_size=1, max_size=3))
+    # Attempt numbers count up; after a stage retry they start from 0 again.
+    restart = draw(st.integers(1, len(shapes)))
     # A torn block follows the whole ones: an attempt that wrote all n blocks tore nothing.
-    attempts = [Attempt(a.written, a.torn and a.written < n) for a in attempts]
+    attempts = [
+        Attempt(i % restart, written, torn and written < n)
+        for i, (written, torn) in enumerate(shapes)
+    ]
     fate = draw(st.sampled_from(["committed", "committed", "committed", "rolled_back", "pending"]))
     committed = None
     if fate == "committed":
@@ -80,19 +85,23 @@ def instant_histories(draw: st.DrawFn, rule: str) -> InstantHistory:
         else:
             # Rule (b)'s domain: the committed attempt is the last one to write everything.
             committed = complete[-1] if complete else len(attempts) - 1
-        attempts[committed] = Attempt(n, False)
+        attempts[committed] = Attempt(attempts[committed].number, n, False)
     interleave = len(attempts) >= 2 and draw(st.booleans())
+    if rule == "b" and interleave and attempts[-1].number == attempts[-2].number:
+        interleave = False  # two runs of one attempt number interleaved: only (a) can tell
     return InstantHistory(kinds, tuple(attempts), fate, committed, interleave)
 
 
-def _blocks(t: RetryTable, instant: str, history: InstantHistory, attempt: int) -> list[bytes]:
+def _blocks(t: RetryTable, instant: str, history: InstantHistory, index: int) -> list[bytes]:
+    """The blocks the ``index``-th attempt writes when it runs to the end."""
+    number = history.attempts[index].number
     out = []
     for seq, (kind, key) in enumerate(history.kinds):
         if kind == "delete":
-            out.append(t.delete(instant, (attempt, seq), [key]))
+            out.append(t.delete(instant, (number, seq), [key]))
         else:
-            value = f"{instant}/a{attempt}/s{seq}"
-            out.append(t.data(instant, (attempt, seq), {key: value, f"u{value}": value}))
+            value = f"{instant}/a{index}/s{seq}"
+            out.append(t.data(instant, (number, seq), {key: value, f"u{value}": value}))
     return out
 
 
@@ -100,8 +109,8 @@ def _write_instant(t: RetryTable, instant: str, history: InstantHistory) -> list
     """Write every attempt's log files; returns the committed attempt's file names."""
     written: list[list[str]] = []
     plans = []
-    for number, attempt in enumerate(history.attempts):
-        full = _blocks(t, instant, history, number)
+    for index, attempt in enumerate(history.attempts):
+        full = _blocks(t, instant, history, index)
         whole = full[: attempt.written]
         tail = cut(full[attempt.written]) if attempt.torn else b""
         plans.append((whole, tail))
@@ -148,28 +157,32 @@ def _expected(histories: list[InstantHistory]) -> dict[str, str]:
 def _check(histories: list[InstantHistory], mode: str, record: bool) -> None:
     with tempfile.TemporaryDirectory() as root:
         t = RetryTable(Path(root) / "t", BASE_ROWS)
+        committed_files: set[tuple[str, str]] = set()
         for i, history in enumerate(histories):
             instant = t.begin(ts(i + 1))
             committed = _write_instant(t, instant, history)
-            if history.fate == "committed":
-                t.commit(instant, committed, history.committed, record=record)
+            if history.committed is not None:
+                number = history.attempts[history.committed].number
+                t.commit(instant, committed, number, record=record)
+                committed_files.update((instant, name) for name in committed)
             elif history.fate == "rolled_back":
                 t.rollback(ts(100 + i), instant)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", CorruptLogBlockWarning)
             table, report = t.merge(mode)
         assert {r["id"]: r["val"] for r in table.to_pylist()} == _expected(histories)
-        # Exactly the committed attempts' blocks are valid; nothing else is merged.
-        valid = {
-            (v.block.instant_time, v.block.block_identifier)
+        # Exactly the committed attempts' blocks are valid, and every other block is not.
+        valid = [
+            (v.block.instant_time, Path(v.block.log_file).name)
             for v in report.verdicts
             if v.verdict == "valid" and v.block.block_type != BlockType.COMMAND
-        }
-        assert valid == {
-            (ts(i + 1), (h.committed, seq))
-            for i, h in enumerate(histories) if h.fate == "committed"
-            for seq in range(h.n)
-        }
+        ]
+        assert set(valid) == committed_files
+        assert len(valid) == sum(h.n for h in histories if h.fate == "committed")
+        assert report.merged == [
+            v.block for v in report.verdicts
+            if v.verdict == "valid" and v.block.block_type != BlockType.COMMAND
+        ]
 
 
 @settings(max_examples=50, deadline=None)
