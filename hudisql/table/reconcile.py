@@ -279,9 +279,9 @@ def committed_log_files(timeline: Timeline, instant_time: str) -> CommittedLogFi
         if instant_time in cache:
             return cache[instant_time]
     instant = timeline.get(instant_time)
-    record = None
-    if instant is not None and instant.is_completed:
-        record = _read_record(timeline, instant_time)
+    if instant is None or not instant.is_completed:
+        return None  # not cached: the timeline object may yet complete it
+    record = _read_record(timeline, instant_time)
     with _RECORDS_LOCK:
         cache[instant_time] = record
     return record

@@ -26,6 +26,7 @@ from hudisql.table.reconcile import (
     CommittedFileGroup,
     CommittedLogFiles,
     ReconcileMode,
+    committed_log_files,
     record_committed_log_files,
     show_log_blocks,
 )
@@ -471,3 +472,16 @@ def test_show_log_blocks_on_tables_written_by_hudi(fixture_table: Path) -> None:
     assert len(shown) == blocks_in_logs
     # Hudi's blocks carry no identifier: nothing is spurious, attempts are unknown.
     assert all(r["attempt"] is None and r["verdict"] != "spurious" for r in shown)
+
+
+def test_record_lookup_sees_an_instant_completed_through_the_same_timeline(
+    t: RetryTable,
+) -> None:
+    i = t.begin(ts(1))
+    committed = t.write(blocks(t, i, 0, 1))
+    assert committed_log_files(t.timeline, i) is None  # still inflight
+    t.commit(i, committed, 0)
+    record = committed_log_files(t.timeline, i)
+    assert record is not None
+    assert record.file_groups == {FILE_ID: CommittedFileGroup(frozenset(committed), 0)}
+    assert committed_log_files(t.timeline, ts(9)) is None  # not on the timeline
