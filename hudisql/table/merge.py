@@ -320,7 +320,7 @@ class _Merger:
         self.key = RECORD_KEY_COLUMN
         self.table_name = props.table_name
         self.has_key = self.key in target.names
-        merge_mode = props.get("hoodie.record.merge.mode", "EVENT_TIME_ORDERING")
+        merge_mode = props.merge_mode
         ordering = props.precombine_field
         if merge_mode == "COMMIT_TIME_ORDERING" or ordering not in target.names:
             ordering = None

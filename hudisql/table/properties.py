@@ -45,6 +45,13 @@ ORDERING_FIELDS = "hoodie.table.ordering.fields"
 KEYGEN_CLASS = "hoodie.table.keygenerator.class"
 CREATE_SCHEMA = "hoodie.table.create.schema"
 PAYLOAD_CLASS = "hoodie.compaction.payload.class"
+MERGE_MODE = "hoodie.record.merge.mode"
+#: The payload class under which the later write wins whatever the ordering values say.
+COMMIT_TIME_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+#: The payload class under which the greatest ordering (precombine) value wins.
+EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
+EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
+COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
 MERGER_STRATEGY = "hoodie.compaction.record.merger.strategy"
 HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
 URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
@@ -425,6 +432,22 @@ class TableProperties(Mapping[str, str]):
         return fields[0] if fields else None
 
     @property
+    def merge_mode(self) -> str:
+        """How two records of one key merge: ``EVENT_TIME_ORDERING`` or ``COMMIT_TIME_ORDERING``.
+
+        ``hoodie.record.merge.mode`` (v8+) when set; otherwise v6 tables say it with their
+        payload class: ``OverwriteWithLatestAvroPayload`` means the later write wins (as Hudi
+        and the hudi reader merge such tables), any other payload compares ordering values.
+        Without an ordering field, event-time ordering falls back to log order.
+        """
+        mode = self._values.get(MERGE_MODE)
+        if mode:
+            return mode.strip().upper()
+        if self._values.get(PAYLOAD_CLASS) == COMMIT_TIME_PAYLOAD:
+            return COMMIT_TIME_ORDERING
+        return EVENT_TIME_ORDERING
+
+    @property
     def hive_style_partitioning(self) -> bool:
         """True when partition folders are named ``field=value``."""
         return self._bool(HIVE_STYLE)
@@ -506,6 +529,10 @@ def new_table_properties(
 ) -> TableProperties:
     """The properties of a new version-6 table, with the keys Hudi 0.14/0.15 writes.
 
+    With a precombine field the payload class is ``DefaultHoodieRecordPayload`` (the
+    greatest ordering value wins, see :attr:`TableProperties.merge_mode`); without one,
+    ``OverwriteWithLatestAvroPayload`` (the later write wins). ``extra`` may override it.
+
     Raises:
         WriteError: an empty name, an unknown table type or no record key field.
     """
@@ -534,7 +561,7 @@ def new_table_properties(
     values[KEYGEN_CLASS] = _key_generator(keys, parts)
     if create_schema:
         values[CREATE_SCHEMA] = create_schema
-    values[PAYLOAD_CLASS] = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+    values[PAYLOAD_CLASS] = EVENT_TIME_PAYLOAD if precombine_field else COMMIT_TIME_PAYLOAD
     values[MERGER_STRATEGY] = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
     values[ARCHIVE_FOLDER] = "archived"
     values[HIVE_STYLE] = "true" if hive_style else "false"

@@ -2,8 +2,8 @@
 
 The table is version 6 (timeline layout 1) with the property keys Hudi 0.14/0.15 writes.
 With a precombine field its payload class is ``DefaultHoodieRecordPayload``, Hudi's
-event-time merge (the greatest precombine value wins, also against stored records), which
-is what hudisql's merge does and what other readers then do too.
+event-time merge (the greatest precombine value wins, also against stored records); see
+``new_table_properties``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from hudisql.table.table import HudiTable
 from hudisql.table.write_files import avro_text
 from hudisql.table.write_records import is_key_type
 
-__all__ = ["EVENT_TIME_PAYLOAD", "TIMELINE_FOLDERS", "create_table"]
+__all__ = ["TIMELINE_FOLDERS", "create_table"]
 
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TYPE_ALIASES = {"MOR": P.MERGE_ON_READ, "COW": P.COPY_ON_WRITE}
@@ -33,8 +33,6 @@ _RESERVED = frozenset({
     P.NAME, P.TABLE_TYPE, P.VERSION, P.TIMELINE_LAYOUT, P.RECORD_KEY_FIELDS, P.PARTITION_FIELDS,
     P.PRECOMBINE_FIELD, P.KEYGEN_CLASS, P.CREATE_SCHEMA, P.CHECKSUM, P.TIMELINE_PATH,
 })
-#: Event-time merging (the greatest precombine value wins, also against stored records).
-EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 #: The folders Hudi creates with a table (timeline layout 1).
 TIMELINE_FOLDERS = (
     ".hoodie", ".hoodie/archived", ".hoodie/.temp", ".hoodie/.schema", ".hoodie/.aux",
@@ -184,8 +182,6 @@ def create_table(
     if hive_style not in ("true", "false"):
         raise WriteError(f"table {name}: {P.HIVE_STYLE} must be true or false, not {hive_style!r}")
     database = extra.pop(P.DATABASE, "default")
-    if precombine_field is not None:
-        extra.setdefault(P.PAYLOAD_CLASS, EVENT_TIME_PAYLOAD)
     props = P.new_table_properties(
         name, kind, keys, parts, precombine_field, avro_text(avro), database,
         hive_style == "true", extra,

@@ -122,7 +122,6 @@ def _check_writable(table: HudiTable) -> bool:
 
 
 #: Hudi's payload that lets the later write win whatever the precombine values.
-COMMIT_TIME_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 
 
 def event_time_field(props: P.TableProperties) -> str | None:
@@ -132,9 +131,7 @@ def event_time_field(props: P.TableProperties) -> str | None:
     ``OverwriteWithLatestAvroPayload`` payload class, as Hudi and the hudi reader apply it):
     the later write wins.
     """
-    if props.get("hoodie.record.merge.mode") == "COMMIT_TIME_ORDERING":
-        return None
-    if props.get(P.PAYLOAD_CLASS) == COMMIT_TIME_PAYLOAD:
+    if props.merge_mode == P.COMMIT_TIME_ORDERING:
         return None
     return props.precombine_field
 

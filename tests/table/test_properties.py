@@ -248,10 +248,16 @@ def test_new_table_properties_match_what_hudi_writes(
     fixture: str, table_type: str, keys: list[str], parts: list[str], precombine: str
 ) -> None:
     hudis = TableProperties.load(Storage(str(table_path(fixture))))
+    # Hudi's Spark SQL wrote these with OverwriteWithLatestAvroPayload (commit-time merge);
+    # hudisql picks DefaultHoodieRecordPayload when there is a precombine field, so say it.
+    payload = {"hoodie.compaction.payload.class": hudis["hoodie.compaction.payload.class"]}
     ours = new_table_properties(
-        fixture, table_type, keys, parts, precombine, create_schema=hudis.create_schema
+        fixture, table_type, keys, parts, precombine, create_schema=hudis.create_schema,
+        extra=payload,
     )
     assert dict(ours) == dict(hudis)
+    default = new_table_properties(fixture, table_type, keys, parts, precombine)
+    assert default.merge_mode == "EVENT_TIME_ORDERING"
     assert list(ours)[-1] == CHECKSUM
 
 
