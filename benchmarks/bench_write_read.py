@@ -1,0 +1,97 @@
+"""Write/read benchmark of the Spark pipeline against plain parquet, on one local session.
+
+    .venv/bin/python benchmarks/bench_write_read.py [--rows 5000000] [--updates 0.1]
+
+Builds a MERGE_ON_READ table of ``--rows`` rows (bulk insert), then times: an upsert of
+``rows/5`` records of which ``--updates`` are updates, against Spark writing the same
+records as plain parquet; a snapshot read (count + sum over every column) against Spark
+reading the equivalent plain parquet, and against the ``hudi`` (hudi-rs) reader. Prints a
+table with the ratios (goals: upsert <= 2.5, read <= 1.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pyarrow as pa
+
+import hudisql
+from hudisql.table.writer import create_table
+
+SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()),
+                    ("fare", pa.float64()), ("city", pa.string())])
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _records(spark, start: int, count: int, ts: int):  # type: ignore[no-untyped-def]
+    return spark.range(start, start + count).selectExpr(
+        "concat('key-', CAST(id AS STRING)) AS uuid", f"CAST({ts} AS BIGINT) AS ts",
+        "concat('rider-', CAST(id % 1000 AS STRING)) AS rider",
+        "CAST(id % 997 AS DOUBLE) / 10 AS fare",
+        "concat('city-', CAST(id % 8 AS STRING)) AS city")
+
+
+def main() -> None:
+    """Run the benchmark and print its table."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--updates", type=float, default=0.1)
+    args = parser.parse_args()
+    upsert_rows = args.rows // 5
+    n_updates = int(upsert_rows * args.updates)
+    work = Path(tempfile.mkdtemp(prefix="hudisql-bench-"))
+    session = hudisql.connect(warehouse=work / "wh", conf={"spark.master": "local[2]"})
+    spark = session.spark
+    try:
+        path = str(work / "hudi")
+        create_table(path, "bench", SCHEMA, "uuid", "city", "ts", "MERGE_ON_READ")
+        handle = session.table_at(path)
+        base = _records(spark, 0, args.rows, 1)
+        load = _timed(lambda: handle.bulk_insert(base))
+        base.write.mode("overwrite").parquet(str(work / "plain"))
+        # The upsert: n_updates existing keys (newer ts), the rest new keys.
+        batch = _records(spark, args.rows - n_updates, upsert_rows, 2).cache()
+        batch.count()
+        t_upsert = _timed(lambda: handle.upsert(batch))
+        t_parquet_write = _timed(
+            lambda: batch.write.mode("overwrite").parquet(str(work / "plain_upsert")))
+
+        def scan(df) -> None:  # type: ignore[no-untyped-def]
+            df.selectExpr("count(*)", "sum(ts)", "sum(fare)", "count(distinct city)",
+                          "max(uuid)", "max(rider)").collect()
+
+        t_read = _timed(lambda: scan(handle.read()))
+        t_parquet_read = _timed(lambda: scan(spark.read.parquet(str(work / "plain"))))
+        import hudi
+
+        t_hudi_rs = _timed(lambda: hudi.HudiTable(path).read())
+        rows = handle.read().count()
+    finally:
+        session.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"table: {args.rows} rows MOR (bulk insert {load:.1f}s), upsert {upsert_rows} "
+          f"({n_updates} updates); final rows {rows}; local[2]")
+    print(f"{'scenario':<34}{'hudisql s':>10}{'baseline s':>12}{'ratio':>8}  goal")
+    print(f"{'upsert vs parquet write':<34}{t_upsert:>10.2f}{t_parquet_write:>12.2f}"
+          f"{t_upsert / t_parquet_write:>8.2f}  <= 2.5")
+    print(f"{'snapshot read vs parquet read':<34}{t_read:>10.2f}{t_parquet_read:>12.2f}"
+          f"{t_read / t_parquet_read:>8.2f}  <= 1.5")
+    print(f"{'snapshot read vs hudi-rs read':<34}{t_read:>10.2f}{t_hudi_rs:>12.2f}"
+          f"{t_read / t_hudi_rs:>8.2f}  (reported)")
+
+
+if __name__ == "__main__":
+    main()
