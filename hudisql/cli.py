@@ -1,0 +1,260 @@
+"""The ``hudisql`` command: an interactive SQL shell like ``spark-sql``, or a script runner.
+
+``hudisql`` starts the shell (statements end at ``;`` and may span lines; history is kept
+in ``~/.hudisql_history`` or ``$HUDISQL_HISTORY``); ``hudisql -e "<sql>"`` and ``hudisql -f
+file.sql`` run a script and exit; ``hudisql demo`` runs the README's demo. Results print
+as aligned tables followed by a timing line (on stderr, so stdout holds the results only).
+The exit status is 0 when every statement ran, 1 when one failed, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import importlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from hudisql.errors import SqlParseError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from hudisql.session import HudiSession
+
+PROMPT = "hudisql> "
+CONTINUATION = "       > "
+HISTORY_ENV = "HUDISQL_HISTORY"
+_QUIT = {"exit", "quit"}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line; ``--conf`` may repeat. Exits with status 2 on bad arguments."""
+    parser = argparse.ArgumentParser(
+        prog="hudisql",
+        description="Spark SQL with Apache Hudi's table services: a shell, or run a script.")
+    parser.add_argument("command", nargs="?", choices=["demo"],
+                        help="'demo' runs the README's demo")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("-e", dest="execute", metavar="SQL", help="run these statements, exit")
+    source.add_argument("-f", dest="file", metavar="FILE", help="run the script in FILE, exit")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark or hoodie.* setting (repeatable)")
+    parser.add_argument("--warehouse", help="the directory of managed tables")
+    parser.add_argument("--catalog", help="catalog URL (sqlite:///..., postgresql://...) or name")
+    args = parser.parse_args(argv)
+    conf = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--conf {item!r} is not KEY=VALUE")
+        conf[key.strip()] = value
+    args.conf = conf
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``hudisql`` command; returns the exit status."""
+    args = parse_args(argv)
+    if args.command == "demo":
+        try:
+            demo = importlib.import_module("hudisql.demo")
+        except ModuleNotFoundError:
+            print("Error: this hudisql has no demo (hudisql.demo is missing)", file=sys.stderr)
+            return 1
+        demo.main()
+        return 0
+    if args.file is not None:
+        try:
+            script = Path(args.file).read_text(encoding="utf-8")
+        except OSError as exc:
+            print(f"Error: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+            return 1
+    else:
+        script = args.execute
+    session = _connect(args)
+    try:
+        if script is not None:
+            return run_script(session, script, sys.stdout, sys.stderr)
+        return Shell(session).loop()
+    finally:
+        session.stop()
+
+
+def quiet_spark_error_logs() -> None:
+    """Stop PySpark logging every failed query as JSON: the shell shows the error once."""
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _connect(args: argparse.Namespace) -> HudiSession:
+    import hudisql
+
+    quiet_spark_error_logs()
+
+    conf = {"hudisql.log.level": "ERROR", **args.conf}
+    session: HudiSession = hudisql.connect(warehouse=args.warehouse, conf=conf,
+                                           catalog=args.catalog)
+    return session
+
+
+def run_script(session: HudiSession, script: str, out: TextIO, err: TextIO) -> int:
+    """Run ``script``, printing each statement's result; returns 0, or 1 at the first error."""
+    try:
+        from hudisql.parser import parse_script
+
+        statements = parse_script(script)
+    except SqlParseError as exc:
+        print(format_error(exc), file=err)
+        return 1
+    for statement in statements:
+        started = time.monotonic()
+        try:
+            frame = session.sql_script(statement.text)[0]
+            shown = print_result(frame, out)
+        except Exception as exc:
+            print(format_error(exc), file=err)
+            if len(statements) > 1:
+                print(f"  (statement at line {statement.line}, column {statement.column} "
+                      "of the script)", file=err)
+            return 1
+        print(timing_line(time.monotonic() - started, shown), file=err)
+    return 0
+
+
+class Shell:
+    """The interactive loop: read lines until a statement ends with ``;``, run, repeat."""
+
+    def __init__(self, session: HudiSession) -> None:
+        self.session = session
+        self.history = os.environ.get(HISTORY_ENV) or str(Path.home() / ".hudisql_history")
+
+    def loop(self) -> int:
+        """Read and run statements until EOF or ``exit;``; returns 0."""
+        readline = _readline()
+        if readline is not None:
+            with contextlib.suppress(OSError):  # no history yet
+                readline.read_history_file(self.history)
+        buffer: list[str] = []
+        try:
+            while True:
+                try:
+                    line = input(CONTINUATION if buffer else PROMPT)
+                except EOFError:
+                    print()
+                    break
+                except KeyboardInterrupt:
+                    print()
+                    buffer = []  # Ctrl-C drops the statement being typed, as spark-sql does
+                    continue
+                buffer.append(line)
+                text = "\n".join(buffer)
+                if not statement_complete(text):
+                    continue
+                buffer = []
+                if text.strip().rstrip(";").strip().lower() in _QUIT:
+                    break
+                run_script(self.session, text, sys.stdout, sys.stdout)
+        finally:
+            if readline is not None:
+                try:
+                    readline.write_history_file(self.history)
+                except OSError as exc:
+                    print(f"warning: history not saved to {self.history}: {exc.strerror}",
+                          file=sys.stderr)
+        return 0
+
+
+def _readline() -> Any:
+    try:
+        import readline
+    except ImportError:  # not on every platform
+        return None
+    return readline
+
+
+def statement_complete(text: str) -> bool:
+    """True when ``text`` ends with a ``;`` that is not inside a string or comment.
+
+    Text with an unterminated string or comment is not complete (the next line may close
+    it); other malformed text is complete, so that running it reports the error.
+    """
+    if not text.rstrip().endswith(";"):
+        return False
+    from sqlglot.tokenizer_core import TokenType
+
+    from hudisql.parser import Hudi
+    from hudisql.parser.tokens import HudiTokenizer, tokenize
+
+    try:
+        tokens = tokenize(HudiTokenizer(dialect=Hudi()), text)
+    except SqlParseError as exc:
+        return "unterminated" not in str(exc)
+    return bool(tokens) and tokens[-1].token_type == TokenType.SEMICOLON
+
+
+def format_error(exc: BaseException) -> str:
+    """An error as the shell shows it: ``Error: <message>`` and its notes, no traceback."""
+    message = str(exc).strip()
+    if type(exc).__module__.startswith("pyspark") or type(exc).__module__.startswith("py4j"):
+        # Spark's messages go on with the analyzed plan or a JVM stack trace.
+        message = message.splitlines()[0] if message else type(exc).__name__
+    notes = getattr(exc, "__notes__", [])
+    lines = [f"Error: {message}", *[f"  {n}" for n in notes]]
+    return "\n".join(lines)
+
+
+def timing_line(seconds: float, rows: int | None) -> str:
+    """``Time taken: 1.234 seconds[, Fetched n row(s)]``, as spark-sql prints it."""
+    fetched = "" if rows is None else f", Fetched {rows} row(s)"
+    return f"Time taken: {seconds:.3f} seconds{fetched}"
+
+
+def print_result(frame: DataFrame, out: TextIO) -> int | None:
+    """Print ``frame`` as an aligned table; returns its row count (None: no columns)."""
+    if not frame.columns:
+        frame.collect()  # run it: a command's effect may be lazy
+        return None
+    rows = [[cell(v) for v in row] for row in frame.collect()]
+    out.write(format_table(list(frame.columns), rows))
+    out.flush()
+    return len(rows)
+
+
+def cell(value: object) -> str:
+    """One value as the shell shows it (NULL for None)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, (bytes, bytearray)):
+        return "X'" + bytes(value).hex().upper() + "'"
+    return str(value)
+
+
+def format_table(columns: list[str], rows: list[list[str]]) -> str:
+    """``rows`` under a header of ``columns``, in bordered columns as wide as their widest value."""
+    widths = [len(c) for c in columns]
+    for row in rows:
+        widths = [max(w, len(v)) for w, v in zip(widths, row, strict=True)]
+    border = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"
+
+    def line(values: list[str]) -> str:
+        return "|" + "|".join(f" {v.ljust(w)} " for v, w in zip(values, widths, strict=True)) + (
+            "|\n")
+
+    return border + line(columns) + border + "".join(line(r) for r in rows) + border
+
+
+if __name__ == "__main__":
+    sys.exit(main())
