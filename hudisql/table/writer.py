@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudisql.errors import (
+    ConcurrentSchemaEvolutionError,
     UnsupportedFormatError,
     UnsupportedTableVersionError,
     WriteError,
@@ -60,6 +61,8 @@ from hudisql.table.write_records import (
     record_keys,
 )
 from hudisql.table.write_rollback import StepHook, rollback_instant
+from hudisql.write.schema_conflict import TableSchema, resolve_commit_schema, validation_lock
+from hudisql.write.schema_evolution import evolve_on_write
 
 __all__ = [
     "TIMELINE_FOLDERS",
@@ -165,8 +168,11 @@ class WriteClient:
 
     Not safe for concurrent use on one table from several clients without a lock (conflict
     resolution is the Spark write pipeline's job). ``on_step(event, detail)`` is called at
-    each step (``requested``, ``inflight``, ``file``, ``completed``, and the rollback's);
-    raising there simulates a crash at that point.
+    each step (``requested``, ``inflight``, ``file``, ``validating``, ``completed``, and the
+    rollback's); raising there simulates a crash at that point. ``options`` are write
+    options: the lock provider taken at validation, the RFC-82 schema check
+    (:mod:`hudisql.write.schema_conflict`) and schema evolution on write
+    (:mod:`hudisql.write.schema_evolution`).
     """
 
     def __init__(
@@ -175,6 +181,7 @@ class WriteClient:
         *,
         max_records_per_file: int = DEFAULT_MAX_RECORDS_PER_FILE,
         on_step: StepHook | None = None,
+        options: Mapping[str, str] | None = None,
     ) -> None:
         props = table.properties
         if props.version != P.WRITE_VERSION or props.timeline_layout != 1:
@@ -188,6 +195,9 @@ class WriteClient:
         self._table = table
         self.max_records_per_file = max_records_per_file
         self.on_step: StepHook = on_step or _no_step
+        self.options: dict[str, str] = dict(options or {})
+        # The writer schema of the write under way when its records add columns.
+        self._evolved: dict[str, Any] | None = None
 
     @property
     def table(self) -> HudiTable:
@@ -247,6 +257,7 @@ class WriteClient:
             WriteError: malformed keys (nothing is written then).
         """
         table = self._table = self._table.reload()
+        self._evolved = None
         props = table.properties
         key_array, partitions = self._delete_keys(table, keys)
         view = FileSystemView(table.storage, props, table.timeline)
@@ -273,7 +284,10 @@ class WriteClient:
 
     def _stage(self, table: HudiTable, records: Records) -> pa.Table:
         props, name = table.properties, table.name
-        _, schema = _writer_schema(table)
+        avro, schema = _writer_schema(table)
+        self._evolved = evolve_on_write(avro, records, name, self.options)
+        if self._evolved is not None:
+            schema = avro_to_arrow(self._evolved)
         data = conform_records(records, schema, name)
         keys = record_keys(data, props.record_key_fields, name, self._labelled_keys)
         parts = partition_paths(data, props.partition_fields, props.hive_style_partitioning, name)
@@ -322,8 +336,10 @@ class WriteClient:
     def _commit(self, table: HudiTable, operation: str, plan: list[SliceWrite]) -> CommitResult:
         props, timeline, storage = table.properties, table.timeline, table.storage
         action = Action.DELTACOMMIT if props.is_mor else Action.COMMIT
-        avro, _ = _writer_schema(table)
+        avro = self._evolved or _writer_schema(table)[0]
+        self._evolved = None
         schema_text = avro_text(avro)
+        at_start = TableSchema.of(timeline)
         planned = CommitMetadata(operation_type=operation)
         for work in plan:
             planned.partition_to_write_stats.setdefault(work.partition_path, []).append(
@@ -345,7 +361,16 @@ class WriteClient:
             if props.is_mor:
                 # Which log files this commit wrote: readers tell retried duplicates by it.
                 record_committed_log_files(metadata)
-            timeline.complete(inflight, metadata.to_json())
+            self.on_step("validating", ts)
+            with validation_lock(table, self.options):
+                resolve_commit_schema(table.reload(), metadata, ts, schema_text, at_start,
+                                      self.options, action)
+                timeline.complete(inflight, metadata.to_json())
+        except ConcurrentSchemaEvolutionError:
+            # Final for this write: undo it whole, as the Spark pipeline's transaction does.
+            rollback_instant(table.reload(), ts, self.on_step)
+            self._table = table.reload()
+            raise
         except BaseException as exc:
             exc.add_note(
                 f"instant {ts} of table {table.name} is left pending; its files are invisible "
@@ -389,6 +414,9 @@ class WriteClient:
         assert work.file_slice is not None
         storage, props = table.storage, table.properties
         schema = table.schema
+        if work.records is not None:  # columns the write adds (schema evolution on write)
+            added = [f for f in work.records.schema if schema.get_field_index(f.name) < 0]
+            schema = pa.schema([*schema, *added])
         stored = read_file_slice(storage, props, table.timeline, work.file_slice, schema=schema)
         stored_keys = stored.column(RECORD_KEY)
         n = stored.num_rows

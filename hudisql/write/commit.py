@@ -25,6 +25,7 @@ from hudisql.table.write_files import MARKER_DIR
 from hudisql.table.write_rollback import rollback_instant
 from hudisql.write.heartbeat import Heartbeat, heartbeat_settings, is_abandoned
 from hudisql.write.lock import LockProvider, lock_provider_for, lock_timeout
+from hudisql.write.schema_conflict import TableSchema, resolve_commit_schema
 
 #: ``hoodie.write.concurrency.mode``: ``optimistic_concurrency_control`` checks conflicts.
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
@@ -54,6 +55,8 @@ class Transaction:
     started_with: frozenset[str] = field(default_factory=frozenset)
     heartbeat: Heartbeat | None = None
     lock: LockProvider | None = None
+    #: The table schema when this write started (RFC-82); compared at validation.
+    schema_at_start: TableSchema = field(default_factory=TableSchema)
 
     @property
     def instant_time(self) -> str:
@@ -78,6 +81,8 @@ class Transaction:
             The instant time.
         """
         interval, misses = heartbeat_settings(self.options)
+        # The schema the caller derived its writer schema from: the table as it opened it.
+        self.schema_at_start = TableSchema.of(self.table.timeline)
         with self._locked():
             table = self.table.reload()
             for pending in table.timeline.pending([Action.COMMIT, Action.DELTACOMMIT]):
@@ -111,6 +116,8 @@ class Transaction:
             table = self.table.reload()
             if self.options.get(CONCURRENCY_MODE, OPTIMISTIC).lower() == OPTIMISTIC:
                 self._check_conflicts(table, metadata)
+            resolve_commit_schema(table, metadata, self.instant_time, schema or None,
+                                  self.schema_at_start, self.options, self.instant.action)
             self._remove_stray_base_files(table, metadata)
             if table.properties.is_mor:
                 record_committed_log_files(metadata)

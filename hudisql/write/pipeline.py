@@ -16,6 +16,7 @@ The :class:`~hudisql.write.commit.Transaction` wraps it all in Hudi's commit pro
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterator, Mapping
@@ -27,7 +28,7 @@ import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from hudisql.errors import WriteError
@@ -35,7 +36,7 @@ from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import new_file_id, write_token
 from hudisql.table.fsview import FileSlice
 from hudisql.table.merge import read_file_slice
-from hudisql.table.schema import META_COLUMNS
+from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import avro_text, write_base_file, write_log_file
 from hudisql.table.write_plan import NATURAL_ORDER_BRANCH, SliceWrite
@@ -49,6 +50,7 @@ from hudisql.table.write_records import (
 )
 from hudisql.table.writer import WriteClient, _check_writable, _writer_schema
 from hudisql.write.commit import StepHook, Transaction
+from hudisql.write.schema_evolution import evolve_on_write
 
 #: Operations and their ``operationType`` in commit metadata.
 OPERATIONS = {"insert": "INSERT", "bulk_insert": "BULK_INSERT", "upsert": "UPSERT",
@@ -268,6 +270,12 @@ class SparkWriter:
                              f"{', '.join(OPERATIONS)}")
         table = HudiTable.open(self.path)
         spec = _spec(table)
+        evolved = None if op == "delete" else evolve_on_write(
+            json.loads(spec.schema_text), None, spec.name, self.options,
+            incoming=to_arrow_schema(df.schema, timezone="UTC"))
+        if evolved is not None:  # the DataFrame adds columns: they are the writer schema's
+            spec = dataclasses.replace(spec, schema_text=avro_text(evolved),
+                                       arrow_schema=avro_to_arrow(evolved))
         _check_columns(df, spec, op)
         _check_keys(df, spec)
         txn = Transaction(table, self.options, OPERATIONS[op])
