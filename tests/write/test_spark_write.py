@@ -90,3 +90,20 @@ def test_bad_input_is_refused_and_table_unchanged(hudi_session: HudiSession,
     # The refused insert ran as far as tagging: its instant was rolled back, nothing else.
     stray = set(after) - set(before)
     assert all("rollback" in name for name in stray), stray
+
+
+def test_write_to_a_table_with_damaged_properties_is_refused(
+        hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
+    from pathlib import Path
+
+    from hudisql.errors import CorruptTableError
+
+    handle = new_table()
+    props = Path(handle.path) / ".hoodie" / "hoodie.properties"
+    for backup in props.parent.glob("hoodie.properties.backup"):
+        backup.unlink()
+    props.write_text(props.read_text().replace("hoodie.table.checksum=", "hoodie.table.checksum=9"))
+    before = sorted(str(p) for p in Path(handle.path).rglob("*"))
+    with pytest.raises(CorruptTableError, match=r"hoodie\.properties"):
+        handle.upsert(_df(hudi_session, BASE))
+    assert sorted(str(p) for p in Path(handle.path).rglob("*")) == before
