@@ -3,8 +3,10 @@
 The lock is a row of ``hudisql_locks`` keyed by the table key: inserting it takes the lock
 (the primary key lets only one writer in), deleting it releases it. The row carries a lease
 that a heartbeat thread renews while the lock is held; a holder that died stops renewing and
-its lock may be taken over once the lease ran out. Same interface as the in-process and
-file-based providers of ``hudisql.write.lock``: ``lock(table_key, timeout)``.
+its lock may be taken over once the lease ran out. It is a ``hudisql.write.lock``
+:class:`LockProvider` like the in-process and file-based ones, registered as
+``hoodie.write.lock.provider=catalog``: writers then name the catalog database with
+``hudisql.catalog.url`` (or the ``HUDISQL_CATALOG_URL`` environment variable).
 """
 
 from __future__ import annotations
@@ -15,18 +17,20 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from hudisql.catalog import db
 from hudisql.errors import CatalogError, LockError
+from hudisql.write.lock import LockProvider, register_lock_provider
 
 _MAX_BACKOFF = 0.05
 
 
-class CatalogLockProvider:
+class CatalogLockProvider(LockProvider):
     """Table locks in the catalog database (one holder per table key, across machines).
 
     Not reentrant: a holder asking again for the same key waits like anyone else.
@@ -48,6 +52,21 @@ class CatalogLockProvider:
                 holder), or lost during the block because its lease was not renewed.
             CatalogUnavailableError: the catalog database is unreachable.
         """
+        release = self.acquire(table_key, timeout)
+        try:
+            yield
+        except BaseException:
+            # The block's own error is what the caller needs; a lost lease adds nothing.
+            with contextlib.suppress(LockError):
+                release()
+            raise
+        release()
+
+    def acquire(self, table_key: str, timeout: float) -> Callable[[], None]:
+        """Take the lock of ``table_key`` and keep its lease renewed; returns the release.
+
+        The release raises LockError when the lease was lost while the lock was held.
+        """
         owner = f"{self.owner_prefix}:{uuid.uuid4().hex[:12]}"
         self._acquire(table_key, owner, timeout)
         stop = threading.Event()
@@ -56,21 +75,18 @@ class CatalogLockProvider:
             target=self._heartbeat, args=(table_key, owner, stop, lost),
             name=f"hudisql-lock-heartbeat-{table_key}", daemon=True)
         beat.start()
-        failed = False
-        try:
-            yield
-        except BaseException:
-            failed = True
-            raise
-        finally:
+
+        def release() -> None:
             stop.set()
             beat.join()
             released = self._release(table_key, owner)
-            if not failed and (lost.is_set() or not released):
+            if lost.is_set() or not released:
                 raise LockError(
                     f"the lock of table {table_key} was lost while held (its lease of "
                     f"{self.lease}s expired and another writer took it); the work done under "
                     "it may conflict: check the table's timeline and retry")
+
+        return release
 
     def holder(self, table_key: str) -> str | None:
         """Who holds the lock of ``table_key`` now (``host:pid:token``), or None."""
@@ -147,3 +163,35 @@ class CatalogLockProvider:
             result = conn.execute(sa.delete(locks).where(
                 locks.c.lock_key == key, locks.c.owner == owner))
             return bool(result.rowcount)
+
+
+#: The writer option naming the catalog database the ``catalog`` lock provider uses.
+CATALOG_URL_OPTION = "hudisql.catalog.url"
+#: The writer option setting the lock lease in seconds.
+LEASE_OPTION = "hudisql.lock.lease.seconds"
+
+
+@cache
+def _engine_for(url: str) -> Engine:
+    """One engine per catalog URL per process (its pool serves every lock taken here)."""
+    engine = db.create_engine(db.normalize_url(url), busy_timeout=5.0, connect_timeout=10.0)
+    db.initialize(engine, time.time())
+    return engine
+
+
+def provider_from_options(options: Mapping[str, str]) -> CatalogLockProvider:
+    """The catalog lock provider for a writer's options (``hoodie.write.lock.provider=catalog``).
+
+    Raises:
+        LockError: no catalog URL in the options or the environment.
+        CatalogError: the URL is malformed or its database unusable.
+    """
+    url = options.get(CATALOG_URL_OPTION) or os.environ.get("HUDISQL_CATALOG_URL")
+    if not url:
+        raise LockError(
+            "hoodie.write.lock.provider=catalog needs the catalog database: set "
+            f"{CATALOG_URL_OPTION} (e.g. postgresql://user@host/db) or HUDISQL_CATALOG_URL")
+    return CatalogLockProvider(_engine_for(url), lease=float(options.get(LEASE_OPTION, 60.0)))
+
+
+register_lock_provider("catalog", provider_from_options)

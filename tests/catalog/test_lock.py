@@ -99,3 +99,34 @@ def test_locks_of_different_tables_do_not_block_each_other(catalog_url: str) -> 
         provider = cat.lock_provider()
         with provider.lock("a", timeout=1), provider.lock("b", timeout=1):
             assert provider.holder("a") != provider.holder("b")
+
+
+def test_writers_find_the_catalog_lock_by_name(catalog_url: str) -> None:
+    from hudisql.catalog.lock import CatalogLockProvider
+    from hudisql.write.lock import LockProvider, lock_provider_for
+
+    options = {"hoodie.write.lock.provider": "catalog", "hudisql.catalog.url": catalog_url}
+    first, second = lock_provider_for(options), lock_provider_for(options)
+    assert isinstance(first, CatalogLockProvider) and isinstance(first, LockProvider)
+    with first.lock(KEY, timeout=5), pytest.raises(LockError, match="held by"), \
+            second.lock(KEY, timeout=0.2):
+        pass  # the second writer, with its own provider object, cannot get in
+    with second.lock(KEY, timeout=5):
+        pass  # released on leaving the first block
+
+
+def test_the_catalog_lock_needs_a_catalog_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hudisql.write.lock import lock_provider_for
+
+    monkeypatch.delenv("HUDISQL_CATALOG_URL", raising=False)
+    with pytest.raises(LockError, match=r"hudisql\.catalog\.url"):
+        lock_provider_for({"hoodie.write.lock.provider": "catalog"})
+
+
+def test_an_error_inside_the_lock_is_not_hidden_by_the_release(catalog_url: str) -> None:
+    with SqlCatalog("c", uri=catalog_url, poll_interval=0) as cat:
+        provider = cat.lock_provider()
+        with pytest.raises(ZeroDivisionError), provider.lock(KEY, timeout=5):
+            1 / 0  # noqa: B018
+        with provider.lock(KEY, timeout=1):
+            pass  # and the lock was released
