@@ -198,12 +198,36 @@ def resolve_schema(
     Raises:
         ConcurrentSchemaEvolutionError: case 3 or 8 (another writer committed a schema
             this writer's schema does not match), naming the table, both instants, the
-            case and the difference; the caller rolls the transaction back.
+            case and the difference; also a schema change (e.g. case 5) by a write whose
+            instant time is older than the commit that completed meanwhile: version-6
+            readers take the latest instant time's schema, so the change would be hidden.
+            The caller rolls the transaction back.
     """
     options = options or {}
-    start, now = at_start.schema, at_validation.schema
     if not _enabled(options, CONFLICT_RESOLUTION_ENABLE, True):
-        return SchemaResolution(writer_schema or now, None, "check disabled")
+        return SchemaResolution(writer_schema or at_validation.schema, None, "check disabled")
+    resolution = _decide(table_name, instant, writer_schema, at_start, at_validation, options,
+                         operation, action)
+    later = at_validation.instant
+    if (resolution.case is not None and later is not None and later > instant
+            and not same_schema(resolution.schema, at_validation.schema)):
+        # Version-6 readers take the schema of the latest instant *time*; this write's is
+        # older than the one that completed meanwhile, so its schema change would be hidden.
+        diff = schema_diff(at_validation.schema, resolution.schema)
+        raise ConcurrentSchemaEvolutionError(
+            f"table {table_name}: write {instant} changes the table schema (RFC-82 case "
+            f"{resolution.case}: {diff.describe()}, as seen from the table schema), but "
+            f"{later}, a later instant, completed meanwhile with the schema it started "
+            f"from; readers take the schema of the latest instant, so the change would be "
+            f"lost. {instant} is rolled back: retry the write against the new table schema"
+        )
+    return resolution
+
+
+def _decide(table_name: str, instant: str, writer_schema: str | None, at_start: TableSchema,
+            at_validation: TableSchema, options: Mapping[str, str], operation: str | None,
+            action: str | None) -> SchemaResolution:
+    start, now = at_start.schema, at_validation.schema
     if (operation or "").upper() in TABLE_SERVICE_OPERATIONS or action in TABLE_SERVICE_ACTIONS:
         return SchemaResolution(writer_schema or now, None, "table service")
     if writer_schema is None:
