@@ -345,5 +345,13 @@ class HudiTableHandle:
         """Delete the records whose keys ``df`` holds; returns the commit's result."""
         return self.write(df, "delete", **options)
 
+    def insert_overwrite(self, df: DataFrame, **options: str) -> WriteResult:
+        """Replace the partitions ``df`` writes with its rows (a replacecommit); returns it."""
+        return self.write(df, "insert_overwrite", **options)
+
+    def insert_overwrite_table(self, df: DataFrame, **options: str) -> WriteResult:
+        """Replace the whole table's rows with ``df``'s (a replacecommit); returns its result."""
+        return self.write(df, "insert_overwrite_table", **options)
+
     def __repr__(self) -> str:
         return f"HudiTableHandle(name={self.name!r}, path={self.path!r})"

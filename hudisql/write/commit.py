@@ -7,6 +7,12 @@ wrote (optimistic concurrency: the later writer fails with :class:`CommitConflic
 naming both instants and the file groups), removes base files of failed or duplicate task
 attempts, and completes the instant with its commit metadata. Any failure rolls the
 instant back (its files removed, a rollback instant written) before the error propagates.
+
+An overwrite (``insert_overwrite``: the partitions it writes; ``insert_overwrite_table``:
+every partition) completes as a ``replacecommit`` whose ``partitionToReplaceFileIds`` names
+the file groups it replaces. They are listed under the table lock, from the timeline as it
+is then, so every file group committed before the overwrite is replaced; the conflict check
+counts replaced file groups as touched, on both sides.
 """
 
 from __future__ import annotations
@@ -18,13 +24,14 @@ from dataclasses import dataclass, field
 from hudisql.errors import CommitConflictError
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.filenames import BaseFileName
+from hudisql.table.fsview import FileSystemView
 from hudisql.table.instant import Action, Instant
 from hudisql.table.reconcile import record_committed_log_files
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import MARKER_DIR
-from hudisql.table.write_rollback import rollback_instant
 from hudisql.write.heartbeat import Heartbeat, heartbeat_settings, is_abandoned
 from hudisql.write.lock import LockProvider, lock_provider_for, lock_timeout
+from hudisql.write.replace_rollback import is_overwrite_write, rollback_write
 from hudisql.write.schema_conflict import TableSchema, resolve_commit_schema
 
 #: ``hoodie.write.concurrency.mode``: ``optimistic_concurrency_control`` checks conflicts.
@@ -37,6 +44,10 @@ _WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT, Actio
 
 #: Called with (event, instant) at each protocol step; tests inject failures here.
 StepHook = Callable[[str, str], None]
+
+#: What an overwrite replaces: the file groups of the partitions it writes, or of all.
+OVERWRITE_PARTITIONS = "partitions"
+OVERWRITE_TABLE = "table"
 
 
 def _no_step(event: str, instant: str) -> None:
@@ -57,6 +68,8 @@ class Transaction:
     lock: LockProvider | None = None
     #: The table schema when this write started (RFC-82); compared at validation.
     schema_at_start: TableSchema = field(default_factory=TableSchema)
+    #: None, :data:`OVERWRITE_PARTITIONS` or :data:`OVERWRITE_TABLE` (a replacecommit).
+    overwrite: str | None = None
 
     @property
     def instant_time(self) -> str:
@@ -85,13 +98,19 @@ class Transaction:
         self.schema_at_start = TableSchema.of(self.table.timeline)
         with self._locked():
             table = self.table.reload()
-            for pending in table.timeline.pending([Action.COMMIT, Action.DELTACOMMIT]):
+            for pending in table.timeline.pending(
+                    [Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT]):
+                if pending.action == Action.REPLACECOMMIT and not is_overwrite_write(
+                        table.timeline, pending):
+                    continue  # a clustering plan: the table service's, not a failed write
                 if is_abandoned(table.storage, pending.timestamp, interval, misses):
-                    rollback_instant(table.reload(), pending.timestamp)
+                    rollback_write(table.reload(), pending.timestamp)
             self.table = table.reload()
             timeline = self.table.timeline
             self.started_with = frozenset(i.timestamp for i in timeline.completed())
             action = Action.DELTACOMMIT if self.table.properties.is_mor else Action.COMMIT
+            if self.overwrite is not None:
+                action = Action.REPLACECOMMIT
             requested = timeline.create_requested(action)
             self.heartbeat = Heartbeat(self.table.storage, requested.timestamp, interval).start()
             planned = CommitMetadata(operation_type=self.operation)
@@ -114,6 +133,8 @@ class Transaction:
         self.on_step("written", self.instant_time)
         with self._locked():
             table = self.table.reload()
+            if self.overwrite is not None:
+                metadata.partition_to_replace_file_ids = self._replaced(table, metadata)
             if self.options.get(CONCURRENCY_MODE, OPTIMISTIC).lower() == OPTIMISTIC:
                 self._check_conflicts(table, metadata)
             resolve_commit_schema(table, metadata, self.instant_time, schema or None,
@@ -122,18 +143,32 @@ class Transaction:
             if table.properties.is_mor:
                 record_committed_log_files(metadata)
             self.on_step("completing", self.instant_time)
-            done = table.timeline.complete(self.instant, metadata.to_json())
+            done = table.timeline.complete(
+                self.instant, metadata.to_json(replace=self.overwrite is not None))
         self._finish()
         table.storage.delete_dir(f"{MARKER_DIR}/{self.instant_time}")
         return done
 
+    def _replaced(self, table: HudiTable, metadata: CommitMetadata) -> dict[str, list[str]]:
+        """partition -> the committed file groups this overwrite replaces (under the lock)."""
+        view = FileSystemView(table.storage, table.properties, table.timeline)
+        written = sorted(metadata.partition_to_write_stats)
+        partitions = written if self.overwrite == OVERWRITE_PARTITIONS else sorted(
+            set(view.partitions()) | set(written))
+        ours = metadata.file_ids()
+        replaced: dict[str, list[str]] = {}
+        for partition in partitions:
+            ids = [g.file_id for g in view.file_groups(partition) if g.file_id not in ours]
+            if ids or partition in written:
+                replaced[partition] = ids
+        return replaced
+
     def _check_conflicts(self, table: HudiTable, metadata: CommitMetadata) -> None:
-        ours = {(s.partition_path or "", s.file_id) for s in metadata.write_stats()}
+        ours = _touched(metadata)
         for other in table.timeline.completed(_WRITE_ACTIONS):
             if other.timestamp in self.started_with or other.timestamp == self.instant_time:
                 continue
-            theirs = {(s.partition_path or "", s.file_id)
-                      for s in table.timeline.commit_metadata(other).write_stats()}
+            theirs = _touched(table.timeline.commit_metadata(other))
             clash = sorted(ours & theirs)
             if clash:
                 groups = ", ".join(f"{p or '<root>'}/{f}" for p, f in clash[:10])
@@ -167,7 +202,7 @@ class Transaction:
             return None
         try:
             with self._locked():
-                return rollback_instant(self.table.reload(), self.instant_time)
+                return rollback_write(self.table.reload(), self.instant_time)
         finally:
             self._finish()
 
@@ -175,3 +210,11 @@ class Transaction:
         if self.heartbeat is not None:
             self.heartbeat.stop()
             self.heartbeat = None
+
+
+def _touched(metadata: CommitMetadata) -> set[tuple[str, str]]:
+    """(partition, file id) of every file group a commit wrote or replaced."""
+    touched = {(s.partition_path or "", s.file_id) for s in metadata.write_stats()}
+    for partition, file_ids in metadata.partition_to_replace_file_ids.items():
+        touched.update((partition, file_id) for file_id in file_ids)
+    return touched

@@ -8,8 +8,16 @@ The driver plans and commits; executors do everything per record:
    the stored keys with their file ids (Hudi's simple index);
 3. *tag*: a Spark join of the two; records without a file group go to new file groups
    (per partition, ``ceil(inserts / max records per file)`` of them, by key hash);
-4. *write* (``repartition`` by file group, then ``mapInArrow``): each task writes whole file
-   slices with the core's per-slice functions and returns their write stats.
+4. *write* (``repartition`` by file group, then ``mapInArrow``): each task sorts its rows by
+   file group and writes each contiguous run as one file slice with the core's per-slice
+   functions, returning their write stats.
+
+An upsert whose DataFrame has Hudi's boolean ``_hoodie_is_deleted`` column treats rows
+marked ``true`` as deletes of their keys (merge-on-read: a delete block in the same log
+file as the updates; copy-on-write: the rows are dropped from the rewritten base file), so
+a MERGE with update and delete clauses is one commit. ``insert_overwrite`` and
+``insert_overwrite_table`` write every row to new file groups (no key lookup) and complete
+as a replacecommit naming the file groups they replace.
 
 The :class:`~hudisql.write.commit.Transaction` wraps it all in Hudi's commit protocol.
 """
@@ -35,6 +43,7 @@ from hudisql.errors import WriteError
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import new_file_id, write_token
 from hudisql.table.fsview import FileSlice
+from hudisql.table.log.format import DeleteRecord
 from hudisql.table.merge import read_file_slice
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.table import HudiTable
@@ -49,12 +58,24 @@ from hudisql.table.write_records import (
     record_keys,
 )
 from hudisql.table.writer import WriteClient, _check_writable, _writer_schema
-from hudisql.write.commit import StepHook, Transaction
+from hudisql.write.commit import (
+    OVERWRITE_PARTITIONS,
+    OVERWRITE_TABLE,
+    StepHook,
+    Transaction,
+)
 from hudisql.write.schema_evolution import evolve_on_write
 
 #: Operations and their ``operationType`` in commit metadata.
 OPERATIONS = {"insert": "INSERT", "bulk_insert": "BULK_INSERT", "upsert": "UPSERT",
-              "delete": "DELETE"}
+              "delete": "DELETE", "insert_overwrite": "INSERT_OVERWRITE",
+              "insert_overwrite_table": "INSERT_OVERWRITE_TABLE"}
+#: The overwrite operations and what they replace (a replacecommit).
+OVERWRITES = {"insert_overwrite": OVERWRITE_PARTITIONS,
+              "insert_overwrite_table": OVERWRITE_TABLE}
+#: Hudi's delete marker column: an upserted row with ``true`` here deletes its key (other
+#: operations drop such rows).
+IS_DELETED = "_hoodie_is_deleted"
 #: Records per new file group (Hudi's ``hoodie.copyonwrite.insert.split.size`` analogue).
 MAX_RECORDS_PER_FILE = "hoodie.copyonwrite.insert.split.size"
 DEFAULT_MAX_RECORDS_PER_FILE = 500_000
@@ -117,6 +138,10 @@ def _check_columns(df: DataFrame, spec: _TableSpec, operation: str) -> None:
     if unknown and operation != "delete":
         raise WriteError(f"{where}: the DataFrame has column(s) {unknown} the table does not "
                          f"have; the table's columns are {spec.arrow_schema.names}")
+    marker = next((f for f in df.schema.fields if f.name == IS_DELETED), None)
+    if marker is not None and not pa.types.is_boolean(to_arrow_type(marker.dataType)):
+        raise WriteError(f"{where}: column {IS_DELETED!r} marks deletes and must be boolean, "
+                         f"not {marker.dataType.simpleString()}; cast it first")
     for name in needed:
         have = to_arrow_type(columns[name].dataType)
         want = spec.arrow_schema.field(name).type
@@ -189,10 +214,14 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
         assert ctx is not None
         token = write_token(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
         attempt = ctx.attemptNumber()
-        data = pa.Table.from_batches(rows)
+        # One sort, then each file group is a contiguous slice (no per-group filter).
+        data = pa.Table.from_batches(rows).sort_by(_FILE_ID)
         table = HudiTable.open(spec.path)
-        for written, file_id in enumerate(pc.unique(data.column(_FILE_ID)).to_pylist(), 1):
-            group = data.filter(pc.equal(data.column(_FILE_ID), file_id))
+        start = 0
+        for written, item in enumerate(pc.value_counts(data.column(_FILE_ID)), 1):
+            file_id, count = item["values"].as_py(), item["counts"].as_py()
+            group = data.slice(start, count)
+            start += count
             partition = group.column(PARTITION_PATH)[0].as_py()
             stat = _write_group(table, spec, operation, instant, token, attempt, group,
                                 slices.get((partition, file_id)), partition, file_id)
@@ -212,8 +241,6 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
     if operation == "delete":
         assert file_slice is not None
         keys = pc.unique(group.column(RECORD_KEY)).to_pylist()
-        from hudisql.table.log.format import DeleteRecord
-
         deletes = [DeleteRecord(k, partition, 0, NATURAL_ORDER_BRANCH) for k in keys]
         work = SliceWrite(partition, file_id, file_slice, deletes=deletes)
         records = None
@@ -222,12 +249,24 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
                                spec.arrow_schema, spec.name)
         n = data.num_rows
         nulls = pa.nulls(n, pa.string())
+        marker = (group.column(IS_DELETED) if IS_DELETED in group.column_names
+                  else pa.repeat(pa.scalar(False), n))
         staged = pa.Table.from_arrays(
             [nulls, nulls, group.column(RECORD_KEY), group.column(PARTITION_PATH), nulls,
-             *data.columns], names=[*META_COLUMNS, *data.column_names])
-        records = precombine(staged, spec.precombine_field, spec.name)
+             *data.columns, marker], names=[*META_COLUMNS, *data.column_names, IS_DELETED])
+        combined = precombine(staged, spec.precombine_field, spec.name)
+        # The batch's winner per key decides: a row marked deleted deletes the stored key.
+        dead = pc.fill_null(combined.column(IS_DELETED), False)
+        records = combined.filter(pc.invert(dead)).drop_columns([IS_DELETED])
+        deletes = [DeleteRecord(k, partition, 0, NATURAL_ORDER_BRANCH)
+                   for k in combined.filter(dead).column(RECORD_KEY).to_pylist()]
+        if file_slice is None:
+            deletes = []  # the driver drops deletes of absent keys: none reach new groups
         updates = records.num_rows if file_slice is not None else 0
-        work = SliceWrite(partition, file_id, file_slice, records=records, updates=updates)
+        work = SliceWrite(partition, file_id, file_slice, records=records, updates=updates,
+                          deletes=deletes)
+        if not records.num_rows:
+            records = None
     if file_slice is None:
         assert records is not None
         return write_base_file(storage, partition, file_id, instant, token, records,
@@ -257,7 +296,12 @@ class SparkWriter:
         self.on_step = on_step
 
     def write(self, df: DataFrame, operation: str) -> WriteResult:
-        """Write ``df`` with ``operation`` (insert, bulk_insert, upsert, delete) as one commit.
+        """Write ``df`` with ``operation`` as one commit; returns its instant, action and stats.
+
+        Operations: ``insert``, ``bulk_insert``, ``upsert`` (rows whose boolean
+        ``_hoodie_is_deleted`` is true delete their key, in the same commit), ``delete``,
+        ``insert_overwrite`` (a replacecommit replacing the partitions ``df`` writes) and
+        ``insert_overwrite_table`` (replacing every partition).
 
         Raises:
             WriteError: unknown operation, or records that do not fit the table (nothing
@@ -278,7 +322,7 @@ class SparkWriter:
                                        arrow_schema=avro_to_arrow(evolved))
         _check_columns(df, spec, op)
         _check_keys(df, spec)
-        txn = Transaction(table, self.options, OPERATIONS[op])
+        txn = Transaction(table, self.options, OPERATIONS[op], overwrite=OVERWRITES.get(op))
         if self.on_step is not None:
             txn.on_step = self.on_step
         instant = txn.start()
@@ -296,7 +340,10 @@ class SparkWriter:
         staged_schema = StructType([*df.schema.fields, StructField(RECORD_KEY, StringType()),
                                     StructField(PARTITION_PATH, StringType())])
         staged = df.mapInArrow(_stage_batches(spec, with_partition), staged_schema)
-        if op == "bulk_insert":
+        marked = IS_DELETED in df.columns and op != "delete"
+        if marked and op != "upsert":  # only an upsert deletes; elsewhere a marked row is void
+            staged = staged.where(~F.coalesce(F.col(IS_DELETED), F.lit(False)))
+        if op == "bulk_insert" or op in OVERWRITES:
             tagged = staged.withColumn(_FILE_ID, F.lit(None).cast("string"))
             slices: dict[tuple[str, str], FileSlice] = {}
         else:
@@ -309,6 +356,9 @@ class SparkWriter:
         if op == "delete":
             tagged = tagged.where(F.col(_FILE_ID).isNotNull())
         else:
+            if marked:  # deletes of keys the table does not hold: nothing to do
+                tagged = tagged.where(F.col(_FILE_ID).isNotNull()
+                                      | ~F.coalesce(F.col(IS_DELETED), F.lit(False)))
             tagged = self._assign_new_groups(tagged)
         groups = max(1, tagged.select(_FILE_ID).distinct().count())
         fault = self.options.get(FAULT_AFTER_FILES)
