@@ -8,7 +8,8 @@ skipped and reported, never merged. Per record key the record with the greatest 
 (precombine) value wins and ties go to the later record in log order; a delete removes the
 key unless a record with a greater ordering value follows. A delete without an ordering
 value (Spark writes int 0) is "natural order": it removes what came before it and loses to
-whatever follows.
+whatever follows. An expression block (``expressions.py``) is applied to the merged state at
+its position in the log, for the keys it touches.
 
 The merge is vectorised: only base rows whose key appears in a log are merged (found with
 a hash lookup); the winners come from one sort of those candidates by key and ordering.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudisql.errors import CorruptTableError, HudiSqlError, UnsupportedFormatError
+from hudisql.table.expressions import apply_expressions, block_expressions, merge_in_log_order
 from hudisql.table.fsview import FileSlice, VisibleInstants
 from hudisql.table.log.format import BlockType, LogBlockInfo
 from hudisql.table.log.reader import decode_data_block, decode_delete_block, scan_blocks
@@ -185,11 +187,16 @@ def merge_file_slice(
 
     ordered: list[pa.Table | _Deletes] = []
     merged: list[LogBlockInfo] = []
+    # Expression blocks (index in ``ordered`` -> column ops) apply at their log position.
+    expressions: dict[int, dict[str, str]] = {}
     for block in report.merged:
         decoded = _decode(log_bytes[block.log_file], block)
         if decoded is None:
             report.corrupt.append(block)
             continue
+        ops = block_expressions(block)
+        if ops is not None:
+            expressions[len(ordered)] = ops
         ordered.append(decoded)
         merged.append(block)
     report.merged = merged
@@ -208,6 +215,9 @@ def merge_file_slice(
     base = _read_base(storage, file_slice, base_schema, merger.work_schema)
     if not ordered:
         return base.select(out_columns), report
+    if expressions:
+        rows = merge_in_log_order(merger.merge, base, ordered, expressions, merger.apply)
+        return rows.select(out_columns), report
     return merger.merge(base, ordered).select(out_columns), report
 
 
@@ -374,6 +384,13 @@ class _Merger:
         positions = np.concatenate([np.arange(-n_base, 0, dtype=np.int64), *data_pos])
         winners = self._winners(candidates, positions, deleted_keys, del_ord, del_pos)
         return pa.concat_tables([untouched, candidates.take(winners)])
+
+    def apply(self, state: pa.Table, block: pa.Table | _Deletes, ops: Mapping[str, str]) -> (
+        pa.Table
+    ):
+        """``state`` with the expression data ``block`` applied (see ``expressions.py``)."""
+        assert isinstance(block, pa.Table), "expression blocks are data blocks"
+        return apply_expressions(state, conform_table(block, self.work_schema), ops, self.key)
 
     def _winners(
         self,

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 from hudisql.errors import WriteError
 from hudisql.table.commit_metadata import NULL_COMMIT, WriteStat
+from hudisql.table.expressions import mark_expressions
 from hudisql.table.filenames import BaseFileName, LogFileName
 from hudisql.table.fsview import PARTITION_METAFILE
 from hudisql.table.log.format import DeleteRecord, HeaderKey, block_identifier
@@ -264,6 +265,7 @@ def write_log_file(
     deletes: Sequence[DeleteRecord] = (),
     attempt: int | None = None,
     block_sequence_start: int = 0,
+    expressions: Mapping[str, str] | None = None,
     base_file: str | None = None,
     num_updates: int | None = None,
     max_file_size: int = DEFAULT_MAX_LOG_FILE_SIZE,
@@ -278,6 +280,9 @@ def write_log_file(
     (never appended to); blocks spill into the next version beyond ``max_file_size``.
 
     Args:
+        expressions: column -> ``add`` or ``set``: the data block is an expression block
+            (``hudisql.table.expressions``) whose records carry each named column's operand;
+            readers apply it to the keys' current rows and keep every other column.
         base_file: the name of the slice's base file (recorded in the stat).
         num_updates: how many records update a stored record (default: all of them).
 
@@ -285,7 +290,8 @@ def write_log_file(
         The write stat of the file(s) written (``path`` the first, ``log_files`` all).
 
     Raises:
-        WriteError: nothing to write, or records that do not fit the schema.
+        WriteError: nothing to write, records that do not fit the schema, or
+            ``expressions`` naming unknown columns or ops.
     """
     has_records = records is not None and records.num_rows > 0
     if not has_records and not deletes:
@@ -298,13 +304,18 @@ def write_log_file(
         )
     avro = with_meta_fields(_table_schema(schema))
     schema_text = avro_text(avro)
+    # Only the data block is marked: a delete block of the same write removes keys as usual.
+    data_schema_text = schema_text
+    if expressions is not None:
+        where = f"log of file group {file_id} (instant {instant_time})"
+        data_schema_text = avro_text(mark_expressions(avro, expressions, where))
 
-    def _header() -> dict[HeaderKey, str]:
+    def _header(text: str = schema_text) -> dict[HeaderKey, str]:
         # Blocks of one write are numbered in order, across log-file rollovers.
         ident = None
         if attempt is not None:
             ident = block_identifier(attempt, block_sequence_start + len(blocks))
-        return _ordered_header(instant_time, schema_text, ident)
+        return _ordered_header(instant_time, text, ident)
 
     blocks: list[bytes] = []
     n_records = 0
@@ -314,7 +325,9 @@ def write_log_file(
         )
         table = _conform(stamped, avro_to_arrow(avro), f"the log of file group {file_id}")
         n_records = table.num_rows
-        blocks.append(encode_avro_data_block(table, schema_text, _header()))
+        blocks.append(
+            encode_avro_data_block(table, data_schema_text, _header(data_schema_text))
+        )
     if deletes:
         blocks.append(encode_delete_block(deletes, _header()))
     written = _create_log_files(
