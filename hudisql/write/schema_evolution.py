@@ -182,15 +182,17 @@ def alter_schema(table: HudiTable | str, schema: pa.Schema | str,
     if isinstance(schema, str):
         new_avro: dict[str, Any] = json.loads(schema)
         new_avro["fields"] = [f for f in new_avro["fields"] if f["name"] not in META_COLUMNS]
+        wanted = avro_to_arrow(new_avro)
     else:
-        new_avro = arrow_to_avro(pa.schema([f for f in schema if f.name not in META_COLUMNS]),
-                                 core.name)
+        wanted = pa.schema([f for f in schema if f.name not in META_COLUMNS])
+        new_avro = arrow_to_avro(wanted, core.name)
         # Keep the table's own field definitions for the columns it already has.
         mine = {f["name"]: f for f in current["fields"]}
         new_avro["fields"] = [mine.get(f["name"], f) if _same_type(mine.get(f["name"]), f)
                               else f for f in new_avro["fields"]]
         new_avro["name"], new_avro["namespace"] = current.get("name"), current.get("namespace")
-    check_evolution(core, avro_to_arrow(current), avro_to_arrow(new_avro))
+    # Checked as given: Avro fields are all nullable unions once converted.
+    check_evolution(core, avro_to_arrow(current), wanted)
     text = json.dumps(new_avro, separators=(",", ":"))
     txn = Transaction(core, dict(options or {}), ALTER_SCHEMA)
     if on_step is not None:
