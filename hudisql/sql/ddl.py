@@ -23,7 +23,7 @@ from hudisql.errors import CatalogError, TableAlreadyExistsError, WriteError
 from hudisql.parser import commands as c
 from hudisql.sql.frames import empty_frame, rows_frame
 from hudisql.sql.spark_tables import SparkTables
-from hudisql.table.schema import META_COLUMNS, arrow_to_avro, avro_to_arrow
+from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.storage import Storage
 
 if TYPE_CHECKING:
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from hudisql.sql.router import StatementContext
-    from hudisql.table.table import HudiTable
 
 
 def spark_to_arrow(schema: StructType) -> pa.Schema:
@@ -175,60 +174,38 @@ def rename_table(ctx: StatementContext, command: c.AlterTableRename) -> DataFram
 
 
 def add_columns(ctx: StatementContext, command: c.AlterTableAddColumns) -> DataFrame:
-    """ALTER TABLE t ADD COLUMNS: an empty ``ALTER_SCHEMA`` commit carrying the new schema.
-
-    As Hudi does it: the new schema is recorded in the commit metadata of a commit without
-    files, so readers and writers take it from the timeline from then on.
+    """ALTER TABLE t ADD COLUMNS: an empty ``ALTER_SCHEMA`` commit carrying the new schema
+    (the write package's :func:`~hudisql.write.schema_evolution.add_columns`), inside a
+    catalog write id for a managed table.
 
     Raises:
         WriteError: a nested or positioned column, a NOT NULL column, or a name the table
             already has.
     """
-    from hudisql.table.table import HudiTable
+    from hudisql.write.schema_evolution import add_columns as commit_columns
 
     entry = ctx.require(command.table, "ALTER TABLE ADD COLUMNS")
-    table = HudiTable.open(entry.location)
-    avro = json.loads(table.avro_schema)
-    avro["fields"] = [f for f in avro["fields"] if f["name"] not in META_COLUMNS]
-    current = avro_to_arrow(avro)
-    known = {n.lower() for n in current.names}
     for column in command.columns:
-        problem = None
         if "." in column.name or column.position:
-            problem = "nested fields and FIRST/AFTER positions are not supported"
-        elif not column.nullable:
-            problem = "a new column must be nullable (existing rows hold null in it)"
-        elif column.name.lower() in known:
-            problem = "the table already has a column of that name"
-        if problem:
-            raise WriteError(f"ALTER TABLE {entry.name} ADD COLUMNS {column.name}: {problem}")
-        known.add(column.name.lower())
+            raise WriteError(
+                f"ALTER TABLE {entry.name} ADD COLUMNS {column.name}: nested fields and "
+                "FIRST/AFTER positions are not supported; add top-level columns at the end"
+            )
     added = spark_to_arrow(columns_schema(command.columns, str(entry.name)))
-    schema = pa.schema(list(current) + list(added))
-    new_avro = json.dumps(arrow_to_avro(schema, table.name), separators=(",", ":"))
+    options = dict(ctx.session.options)
     if entry.managed:
         with ctx.catalog.write_transaction(entry.name) as tx:
-            _commit_schema(table, new_avro)
-            tx.update(schema=new_avro)
+            commit_columns(entry.location, list(added), options)
+            tx.update(schema=_table_schema(entry.location))
     else:
-        _commit_schema(table, new_avro)
+        commit_columns(entry.location, list(added), options)
     return empty_frame(ctx.spark)
 
 
-def _commit_schema(table: HudiTable, avro: str) -> None:
-    from hudisql.table.commit_metadata import CommitMetadata
-    from hudisql.table.instant import Action
+def _table_schema(location: str) -> str:
+    from hudisql.table.table import HudiTable
 
-    if table.properties.version != 6:
-        raise WriteError(
-            f"table {table.name} at {table.base_path} is version {table.properties.version}; "
-            "hudisql changes the schema of version 6 tables only: use Apache Hudi 1.x for it"
-        )
-    timeline = table.timeline
-    action = Action.DELTACOMMIT if table.properties.is_mor else Action.COMMIT
-    instant = timeline.transition_to_inflight(timeline.create_requested(action))
-    metadata = CommitMetadata(extra_metadata={"schema": avro}, operation_type="ALTER_SCHEMA")
-    timeline.complete(instant, metadata.to_json())
+    return HudiTable.open(location).avro_schema
 
 
 def show_tables(ctx: StatementContext, database: str | None, pattern: str | None) -> DataFrame:

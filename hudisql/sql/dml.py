@@ -1,11 +1,11 @@
 """DML on hudi tables: INSERT INTO, UPDATE, DELETE, MERGE INTO, and rollback.
 
 Spark evaluates every SQL fragment (source queries, SET values, conditions, the MERGE
-join); the rows it produces are written by the table core's :class:`WriteClient`, one
-commit per statement (a MERGE that both upserts and deletes makes two). A managed table's
-commit is bracketed by a catalog write id, so other sessions' caches see it. A write that
-fails after its instant was requested is rolled back before the error is raised, so the
-table reads as it did before the statement.
+join); the rows it produces are written by the Spark write pipeline
+(:class:`hudisql.write.pipeline.SparkWriter`), one commit per statement (a MERGE that both
+upserts and deletes makes two). A managed table's commit is bracketed by a catalog write
+id, so other sessions' caches see it. A write that fails is rolled back by the pipeline
+before the error is raised, so the table reads as it did before the statement.
 
 ``INSERT OVERWRITE`` needs a replacecommit writer, which the table core does not have:
 it is refused with a clear error.
@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
+from pyspark.sql import functions as F
 
 from hudisql.catalog import TableEntry
 from hudisql.errors import WriteError
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
 
     from hudisql.sql.router import StatementContext
     from hudisql.table.table import HudiTable
-    from hudisql.table.writer import WriteClient
 
 #: The session or table option choosing what INSERT INTO does (as Hudi's Spark SQL names it).
 INSERT_OPERATION = "hoodie.spark.sql.insert.into.operation"
@@ -55,55 +53,29 @@ def data_columns(table: HudiTable) -> list[tuple[str, str]]:
     return [(f.name, f.dataType.simpleString()) for f in schema.fields]
 
 
-@contextlib.contextmanager
-def _commit(ctx: StatementContext, entry: TableEntry) -> Iterator[WriteClient]:
-    """A WriteClient for one statement's commit, inside the table's catalog write id.
-
-    A failure after the commit's instant was requested rolls that instant back, then the
-    write id is aborted and the error propagates.
-    """
-    from hudisql.table.writer import WriteClient
-
-    started: list[str] = []
-    hook = ctx.router.on_write_step
-
-    def step(event: str, detail: str) -> None:
-        if event == "requested":
-            started.append(detail)
-        elif event == "completed":
-            started.clear()
-        if hook is not None:
-            hook(event, detail)
-
-    client = WriteClient(_open(entry), on_step=step)
-    tx = ctx.catalog.write_transaction(entry.name) if entry.managed else contextlib.nullcontext()
-    with tx:
-        try:
-            yield client
-        except BaseException:
-            for instant in started:
-                client.on_step = _quiet
-                client.rollback(instant)
-            raise
-
-
-def _quiet(event: str, detail: str) -> None:
-    """A step hook that does nothing (the rollback of a failed write)."""
-
-
 def write_frame(ctx: StatementContext, entry: TableEntry, frame: DataFrame, operation: str) -> (
     int
 ):
-    """Write ``frame``'s rows (the table's data columns) as one commit; returns the row count."""
-    records = frame.toArrow()
-    if records.num_rows == 0:
+    """Write ``frame``'s rows as one commit of the Spark write pipeline; returns the row count.
+
+    ``operation`` is ``insert``, ``upsert`` or ``delete`` (``frame`` then holds the key and
+    partition columns). The rows are computed once, before the commit starts, so a
+    statement reading its own target sees the table as it was. A managed table's commit
+    runs inside a catalog write id, aborted when the write fails (the pipeline has rolled
+    the instant back by then).
+    """
+    from hudisql.write.pipeline import SparkWriter
+
+    rows = frame.localCheckpoint(eager=True)
+    count = rows.count()
+    if count == 0:
         return 0
-    with _commit(ctx, entry) as client:
-        if operation == "insert":
-            client.insert(records)
-        else:
-            client.upsert(records)
-    return int(records.num_rows)
+    writer = SparkWriter(ctx.spark, entry.location, dict(ctx.session.options),
+                         on_step=ctx.router.on_write_step)
+    tx = ctx.catalog.write_transaction(entry.name) if entry.managed else contextlib.nullcontext()
+    with tx:
+        writer.write(rows, operation)
+    return int(count)
 
 
 def _operation(ctx: StatementContext, entry: TableEntry) -> str:
@@ -228,14 +200,6 @@ def _key_columns(table: HudiTable) -> list[str]:
         f for f in props.partition_fields if f not in props.record_key_fields]
 
 
-def _delete_rows(ctx: StatementContext, entry: TableEntry, keys: pa.Table) -> int:
-    if keys.num_rows == 0:
-        return 0
-    with _commit(ctx, entry) as client:
-        client.delete(keys)
-    return int(keys.num_rows)
-
-
 def delete(ctx: StatementContext, command: c.Delete) -> DataFrame:
     """DELETE FROM t [WHERE ...]: the matching rows' keys are deleted in one commit."""
     entry = ctx.require(command.table, "DELETE")
@@ -246,7 +210,7 @@ def delete(ctx: StatementContext, command: c.Delete) -> DataFrame:
         query += f" AS {quote_identifier(command.alias)}"
     if command.where:
         query += f" WHERE {command.where}"
-    count = _delete_rows(ctx, entry, ctx.spark.sql(query).toArrow())
+    count = write_frame(ctx, entry, ctx.spark.sql(query), "delete")
     return affected_frame(ctx.spark, count)
 
 
@@ -296,20 +260,15 @@ def merge(ctx: StatementContext, command: c.Merge) -> DataFrame:
         f"(SELECT *, true AS {_MATCHED} FROM {spark_name(entry.name)}) AS {target} "
         f"ON {command.on}"
     )
-    rows = ctx.spark.sql(query).toArrow()
-    clause_of = rows.column(_CLAUSE).to_pylist()
-    upserts = {i for i, cl in enumerate(command.clauses) if cl.action != "delete"}
-    deletes = {i for i, cl in enumerate(command.clauses) if cl.action == "delete"}
-    data = rows.drop_columns([_CLAUSE])
-    upsert_rows = data.filter(pa.array([k in upserts for k in clause_of], pa.bool_()))
-    delete_rows = data.filter(pa.array([k in deletes for k in clause_of], pa.bool_()))
-    count = 0
-    if upsert_rows.num_rows:
-        with _commit(ctx, entry) as client:
-            client.upsert(upsert_rows)
-        count += upsert_rows.num_rows
-    if delete_rows.num_rows:
-        count += _delete_rows(ctx, entry, delete_rows.select(_key_columns(table)))
+    # Computed once: both writes take their rows from the join as it was before either.
+    rows = ctx.spark.sql(query).localCheckpoint(eager=True)
+    upserts = [i for i, cl in enumerate(command.clauses) if cl.action != "delete"]
+    deletes = [i for i, cl in enumerate(command.clauses) if cl.action == "delete"]
+    taken = F.col(_CLAUSE)
+    count = write_frame(ctx, entry, rows.where(taken.isin(upserts)).drop(_CLAUSE), "upsert")
+    if deletes:
+        keys = rows.where(taken.isin(deletes)).select(*_key_columns(table))
+        count += write_frame(ctx, entry, keys, "delete")
     return affected_frame(ctx.spark, count)
 
 

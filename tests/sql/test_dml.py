@@ -90,7 +90,7 @@ def test_a_failing_statement_leaves_the_table_as_it_was(
     write_ids = str(session.catalog.begin_statement(["dml_fail"]).get("dml_fail").valid_write_ids)
 
     def crash(event: str, detail: str) -> None:
-        if event == "file":
+        if event == "written":  # files written, the commit not yet completed
             raise Crash(detail)
 
     session.router.on_write_step = crash  # type: ignore[union-attr]
@@ -114,6 +114,7 @@ def test_a_failing_statement_leaves_the_table_as_it_was(
     assert data(path) == before
     table = HudiTable.open(str(path))
     assert table.timeline.pending() == []  # the crashed writes were rolled back
+    assert [i.action for i in table.timeline.instants].count("rollback") == 2
     # Each crashed write's write id was aborted: the catalog's list names them.
     after = session.catalog.begin_statement(["dml_fail"]).get("dml_fail").valid_write_ids
     assert after is not None and str(after) != write_ids
