@@ -38,9 +38,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line; ``--conf`` may repeat. Exits with status 2 on bad arguments."""
     parser = argparse.ArgumentParser(
         prog="hudisql",
-        description="Spark SQL with Apache Hudi's table services: a shell, or run a script.")
-    parser.add_argument("command", nargs="?", choices=["demo"],
-                        help="'demo' runs the README's demo")
+        description="Spark SQL with Apache Hudi's table services: a shell, or run a script.",
+        epilog="'hudisql demo [--warehouse DIR] [--fresh]' runs the README's demo.")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("-e", dest="execute", metavar="SQL", help="run these statements, exit")
     source.add_argument("-f", dest="file", metavar="FILE", help="run the script in FILE, exit")
@@ -61,15 +60,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``hudisql`` command; returns the exit status."""
-    args = parse_args(argv)
-    if args.command == "demo":
-        try:
-            demo = importlib.import_module("hudisql.demo")
-        except ModuleNotFoundError:
-            print("Error: this hudisql has no demo (hudisql.demo is missing)", file=sys.stderr)
-            return 1
-        demo.main()
-        return 0
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["demo"]:
+        demo = importlib.import_module("hudisql.demo")
+        return int(demo.main(words[1:]))
+    args = parse_args(words)
     if args.file is not None:
         try:
             script = Path(args.file).read_text(encoding="utf-8")

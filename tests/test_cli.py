@@ -131,3 +131,11 @@ def test_interactive_shell_through_a_pseudo_terminal(tmp_path: Path) -> None:
     assert shell.exitstatus == 0
     history = (tmp_path / "history").read_text()
     assert "SELECT nope;" in history and "  'x;y' AS b;" in history
+
+
+def test_demo_takes_its_own_arguments(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "hudisql.cli", "demo", "--help"],
+                          cwd=tmp_path, env=env_for(tmp_path), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: hudisql demo") and "--fresh" in proc.stdout
