@@ -2,13 +2,29 @@
 
 Planning (``schema``, ``pushFilters``, ``partitions``) runs in Spark's planning worker and
 lists the table's latest file slices as of one snapshot instant; each slice becomes one
-input partition, read on an executor by the table core's merged read and handed to Spark
-as Arrow record batches in exactly the schema Spark expects.
+input partition, read on an executor and handed to Spark as Arrow record batches in exactly
+the schema Spark expects. A slice without log files streams its base file's row groups; a
+slice with log files goes through the table core's merged read.
 
-Spark 4 caches a DataFrame's reader as its last ``pushFilters`` left it and reuses it for
-a later query on the same DataFrame that pushes no filter at all, so that query sees the
-earlier query's pruning. Build a DataFrame per query, or set
-``hudisql.read.partition.pruning=false`` on a DataFrame that is reused.
+How Spark 4.3 reuses a plan (found by ``tests/read/test_reuse.py``): the JVM keeps one
+"read info" (the pickled reader and its input partitions) per relation, i.e. per
+DataFrame made by ``load()``/``spark.table()`` and per temporary view, and re-plans it in
+Python only when a query pushes at least one filter Python can receive. A query that pushes
+none (``df.count()``, ``SELECT * FROM view``) runs the relation's last plan, whichever query
+made it. Each ``spark.sql`` over a catalog table resolves a new relation, so it re-plans.
+Hence:
+
+* Partition pruning in a plan would leak into later filter-less queries on the same
+  relation (rows lost), and no per-query state reaches the executors to undo it. Pruning is
+  therefore off by default; ``hudisql.read.partition.pruning=true`` turns it on for a
+  DataFrame that serves one query only. Without it every filter is handed back to Spark.
+* Snapshots: a ``load(path)`` DataFrame is pinned to the table's last completed instant at
+  ``load()`` time (kept in the schema's metadata, :data:`SNAPSHOT_METADATA_KEY`), so every
+  query on it reads that snapshot, re-planned or not; load again to see later commits. A
+  catalog table's relation reads the latest snapshot as of its planning; a reused
+  ``spark.table()`` DataFrame re-plans (and moves to the latest snapshot) only on queries
+  that push a filter. Each plan reads exactly one snapshot: the instant travels in every
+  input partition with the slice, and executors read as of it.
 
 Spark's session catalog does not pass a table's LOCATION to a Python data source when it
 reads the table, but it does keep the schema that :meth:`HudiDataSource.schema` returned at
@@ -23,12 +39,13 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from hudisql.errors import HudiSqlError, TableNotFoundError
-from hudisql.read.options import PATH_METADATA_KEY, ReadOptions
+from hudisql.read.options import PATH_METADATA_KEY, SNAPSHOT_METADATA_KEY, ReadOptions
 from hudisql.read.pruning import PartitionPruner
 
 if TYPE_CHECKING:
@@ -40,12 +57,19 @@ BATCH_ROWS = 65536
 
 
 def spark_schema(table: HudiTable, path: str) -> StructType:
-    """The Spark schema of ``table`` (meta columns first), the base path in its metadata."""
+    """The Spark schema of ``table`` (meta columns first); returns it.
+
+    The first column's metadata carries the base path and the last completed instant
+    (the snapshot a ``load(path)`` DataFrame is pinned to).
+    """
     schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=False)
     fields = list(schema.fields)
     if fields:
         first = fields[0]
         metadata = {**(first.metadata or {}), PATH_METADATA_KEY: path}
+        head = table.timeline.last_completed()
+        if head is not None:
+            metadata[SNAPSHOT_METADATA_KEY] = head.timestamp
         fields[0] = StructField(first.name, first.dataType, first.nullable, metadata)
     return StructType(fields)
 
@@ -102,7 +126,7 @@ def _open_table(path: str, head: str | None) -> HudiTable:
 
 
 class HudiReader(DataSourceReader):
-    """Plans one input partition per latest file slice and reads each by a merged read."""
+    """Plans one input partition per latest file slice and reads each as Arrow batches."""
 
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
         self.options = options
@@ -113,14 +137,31 @@ class HudiReader(DataSourceReader):
         self._pruner: PartitionPruner | None = None
         self._slices: list[FileSlice] | None = None
 
+    def __getstate__(self) -> dict[str, object]:
+        # Spark pickles the reader into the read function before partitions(): the slice
+        # list and pruner are planning state the read tasks never need.
+        state = dict(self.__dict__)
+        state.update(_slices=None, _pruner=None)
+        return state
+
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        """Keep the filters decided exactly by partition paths; yield every other one back."""
+        """Keep the filters decided exactly by partition paths; yield every other one back.
+
+        Only with ``hudisql.read.partition.pruning=true``; otherwise every filter is yielded
+        back (see the module notes on plan reuse). Each call replaces the previous one's
+        filters.
+        """
+        self.partition_filters = []
+        self._pruner = None
+        if not self.options.prune:
+            yield from filters
+            return
         table = self._plan()
         pruner = PartitionPruner.for_table(table.properties, table.schema)
         paths = {s.partition_path for s in self._slices or []}
         readable = all(pruner.values(p) is not None for p in paths)
         for flt in filters:
-            if self.options.prune and readable and pruner.accepts(flt):
+            if readable and pruner.accepts(flt):
                 self.partition_filters.append(flt)
             else:
                 yield flt
@@ -134,7 +175,6 @@ class HudiReader(DataSourceReader):
         if self._pruner is not None and self.partition_filters:
             slices = [s for s in slices
                       if self._pruner.keeps(s.partition_path, self.partition_filters)]
-        # The reader travels to every task: it need not carry the slices.
         self._slices = None
         if not slices:
             return [SliceInput(None, self.snapshot, self.head)]
@@ -143,13 +183,12 @@ class HudiReader(DataSourceReader):
     def _plan(self) -> HudiTable:
         """Load the table fresh (planning workers are reused across queries) and list slices.
 
-        The table itself is not kept on the reader: Spark pickles the reader between
-        planning steps, and the slices, snapshot and timeline head are all it needs.
+        One listing per plan: ``pushFilters`` and ``partitions`` share it.
         """
         table = _open_path(self.options.path)
         head = table.timeline.last_completed()
         self.head = head.timestamp if head is not None else None
-        self.snapshot = self.options.as_of or self.head
+        self.snapshot = self.options.as_of or self.options.pinned or self.head
         self._slices = [] if self.snapshot is None else list(table.file_slices(as_of=self.snapshot))
         return table
 
@@ -158,21 +197,47 @@ class HudiReader(DataSourceReader):
         assert isinstance(partition, SliceInput)
         if partition.file_slice is None:
             return
-        from hudisql.table.merge import read_file_slice
-
         table = _open_table(self.options.path, partition.head)
-        rows = read_file_slice(table.storage, table.properties, table.timeline,
-                               partition.file_slice, as_of=partition.snapshot,
-                               schema=table.schema_as_of(partition.snapshot))
-        target = to_arrow_schema(self.schema, timezone="UTC")
-        yield from conform(rows, target).to_batches(max_chunksize=BATCH_ROWS)
+        yield from read_slice_batches(table, partition.file_slice, partition.snapshot,
+                                      to_arrow_schema(self.schema, timezone="UTC"))
+
+
+def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | None,
+                       target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The rows of ``file_slice`` as of ``snapshot`` as batches of ``target``'s columns.
+
+    A slice without log files needs no merge: its base file is streamed row group by row
+    group, reading only the columns ``target`` names. Otherwise the table core merges the
+    slice, also reading only those columns (plus the record key and ordering field).
+
+    Raises:
+        HudiSqlError: a column does not convert to the type Spark declares.
+    """
+    base = file_slice.base_file
+    if not file_slice.log_files and base is not None and base.path.endswith(".parquet"):
+        with table.storage.open_input_file(base.path) as f:
+            parquet = pq.ParquetFile(f)
+            present = set(parquet.schema_arrow.names)
+            columns = [name for name in target.names if name in present]
+            for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns,
+                                              use_threads=False):
+                yield from conform(pa.Table.from_batches([batch]), target).to_batches()
+        return
+    from hudisql.table.merge import read_file_slice
+
+    schema = table.schema_as_of(snapshot)
+    columns = [name for name in target.names if name in schema.names]
+    rows = read_file_slice(table.storage, table.properties, table.timeline, file_slice,
+                           as_of=snapshot, columns=columns, schema=schema)
+    yield from conform(rows, target).to_batches(max_chunksize=BATCH_ROWS)
 
 
 class HudiDataSource(DataSource):
     """The ``hudi`` format: reads Hudi tables (v6, v8, v9) by base path or catalog name.
 
     Options: ``path`` (the base path, or LOCATION), ``as.of.instant`` (time travel),
-    ``hudisql.read.partition.pruning`` (``false`` keeps every slice).
+    ``hudisql.read.partition.pruning`` (``true`` prunes slices by pushed partition filters:
+    only for a DataFrame that serves a single query).
     """
 
     @classmethod

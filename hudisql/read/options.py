@@ -13,10 +13,14 @@ from hudisql.errors import HudiSqlError, TableNotFoundError
 #: The field-metadata key the data source's schema carries the base path in.
 PATH_METADATA_KEY = "hudi.path"
 
+#: The field-metadata key of the snapshot instant a ``load(path)`` DataFrame is pinned to.
+SNAPSHOT_METADATA_KEY = "hudi.snapshot"
+
 #: The time-travel option: read the table as of this instant.
 AS_OF_INSTANT = "as.of.instant"
 
-#: Whether pushed filters on partition columns prune file slices (default true).
+#: Whether pushed filters on partition columns prune file slices (default false: Spark
+#: reuses a pruned plan for later queries on the same DataFrame, see hudisql.read.datasource).
 PARTITION_PRUNING = "hudisql.read.partition.pruning"
 
 _DIGITS = re.compile(r"^\d{14}(\d{3})?$")
@@ -50,11 +54,17 @@ def normalize_instant(text: str) -> str:
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """A read's base path and optional time-travel instant."""
+    """A read's base path, optional time-travel instant, pinned snapshot and pruning switch.
+
+    ``pinned`` is the last completed instant when ``load(path)`` made the DataFrame: every
+    query on that DataFrame reads that snapshot (catalog reads carry none: they read the
+    latest snapshot at planning).
+    """
 
     path: str
     as_of: str | None = None
-    prune: bool = True
+    prune: bool = False
+    pinned: str | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], schema: StructType | None) -> ReadOptions:
@@ -69,8 +79,12 @@ class ReadOptions:
         """
         lowered = {str(k).lower(): str(v) for k, v in options.items()}
         path = lowered.get("path")
-        if not path and schema is not None and schema.fields:
-            path = (schema.fields[0].metadata or {}).get(PATH_METADATA_KEY)
+        metadata = (schema.fields[0].metadata or {}) if schema is not None and schema.fields else {}
+        # Only a load(path) DataFrame is pinned: a catalog table's schema (and the snapshot
+        # in it) was recorded at CREATE TABLE time, and its reads pass no path option.
+        pinned = metadata.get(SNAPSHOT_METADATA_KEY) if path else None
+        if not path:
+            path = metadata.get(PATH_METADATA_KEY)
         if not path:
             raise TableNotFoundError(
                 "the hudi data source was given no table path: use "
@@ -81,8 +95,8 @@ class ReadOptions:
         if path.startswith("file:/") and not path.startswith("file://"):
             path = path.removeprefix("file:")
         as_of = lowered.get(AS_OF_INSTANT)
-        prune = lowered.get(PARTITION_PRUNING, "true").strip().lower()
+        prune = lowered.get(PARTITION_PRUNING, "false").strip().lower()
         if prune not in ("true", "false"):
             raise HudiSqlError(f"option {PARTITION_PRUNING}={prune!r} must be true or false")
         return cls(path=path, as_of=normalize_instant(as_of) if as_of else None,
-                   prune=prune == "true")
+                   prune=prune == "true", pinned=pinned)

@@ -10,7 +10,7 @@ import hudi
 import pyarrow as pa
 import pytest
 from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, DataFrameReader
 
 import hudisql
 from hudisql.session import HudiSession
@@ -73,8 +73,13 @@ def _plan(df: DataFrame) -> str:
     return str(df._jdf.queryExecution().executedPlan().toString())
 
 
+def _pruned(session: HudiSession) -> DataFrameReader:
+    # Opt-in pruning, for DataFrames that serve one query each (see test_reuse.py).
+    return session.spark.read.format("hudi").option("hudisql.read.partition.pruning", "true")
+
+
 def test_partition_filter_prunes_slices_and_is_not_rechecked(hudi_session: HudiSession) -> None:
-    df = hudi_session.spark.read.format("hudi").load(str(table_path(TRIPS)))
+    df = _pruned(hudi_session).load(str(table_path(TRIPS)))
     chennai = df.where("city = 'chennai'")
     assert chennai.rdd.getNumPartitions() == 1
     assert sorted(r.rider for r in chennai.collect()) == ["rider-I", "rider-J"]
@@ -85,10 +90,8 @@ def test_partition_filter_prunes_slices_and_is_not_rechecked(hudi_session: HudiS
 
 
 def test_other_filters_are_handed_back_to_spark(hudi_session: HudiSession) -> None:
-    # A fresh DataFrame per query: Spark 4 reuses one DataFrame's last pushed-down reader
-    # for a later query on it that pushes no filter (see hudisql.read.datasource).
     path = str(table_path(TRIPS))
-    trips = hudi_session.spark.read.format("hudi")
+    trips = _pruned(hudi_session)
     cheap = trips.load(path).where("fare < 20 AND city <> 'chennai'")
     assert cheap.rdd.getNumPartitions() == 2
     assert [r.rider for r in cheap.collect()] == ["rider-A"]
@@ -97,18 +100,19 @@ def test_other_filters_are_handed_back_to_spark(hudi_session: HudiSession) -> No
     assert sorted(r.rider for r in either.collect()) == ["rider-A", "rider-J"]
 
 
-def test_pruning_can_be_switched_off(hudi_session: HudiSession) -> None:
-    df = (hudi_session.spark.read.format("hudi").option("hudisql.read.partition.pruning", "false")
-          .load(str(table_path(TRIPS))))
+def test_pruning_is_off_by_default_and_spark_applies_the_filter(
+        hudi_session: HudiSession) -> None:
+    df = hudi_session.spark.read.format("hudi").load(str(table_path(TRIPS)))
     not_chennai = df.where("city <> 'chennai'")
     assert not_chennai.rdd.getNumPartitions() == 3
+    assert "Filter (" in _plan(not_chennai)
     assert not_chennai.count() == 6
     assert df.count() == 8  # the same DataFrame, no filter: nothing was pruned away
 
 
 def test_integer_partition_column_of_a_non_hive_style_table(hudi_session: HudiSession) -> None:
     path = str(table_path("v6_simplekeygen_nonhivestyle"))
-    df = hudi_session.spark.read.format("hudi").load(path)
+    df = _pruned(hudi_session).load(path)
     expected = hudisql.read_table(path).to_pylist()
     values = sorted({r["byteField"] for r in expected})
     picked = df.where(f"byteField = {values[0]}")
