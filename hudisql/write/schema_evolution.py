@@ -60,7 +60,7 @@ def evolution_on_write_enabled(options: Mapping[str, str]) -> bool:
                for k in (EVOLUTION_ON_WRITE, RECONCILE_SCHEMA))
 
 
-def _incoming_fields(records: Any, new: Sequence[str], table_name: str) -> list[pa.Field]:
+def _incoming_fields(records: Any, new: Sequence[str]) -> list[pa.Field]:
     if isinstance(records, (pa.Table, pa.RecordBatch)):
         return [records.schema.field(n) for n in new]
     rows = [{n: r.get(n) for n in new} for r in records if isinstance(r, Mapping)]
@@ -105,7 +105,7 @@ def evolve_on_write(table_avro: Mapping[str, Any], records: Any, table_name: str
             f"ALTER TABLE {table_name} ADD COLUMNS first, or remove them"
         )
     fields = ([incoming.field(n) for n in new] if incoming is not None
-              else _incoming_fields(records, new, table_name))
+              else _incoming_fields(records, new))
     for field in fields:
         if pa.types.is_null(field.type):
             raise WriteError(
