@@ -22,6 +22,13 @@ from pyspark.sql import functions as F
 from hudisql.catalog import TableEntry
 from hudisql.errors import WriteError
 from hudisql.parser import commands as c
+from hudisql.sql.dml_expressions import (
+    expression_select,
+    is_merge_update_only,
+    merge_plan,
+    refuse_repeated_keys,
+    update_plan,
+)
 from hudisql.sql.frames import affected_frame
 from hudisql.sql.spark_tables import quote_identifier, spark_name
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
@@ -53,16 +60,16 @@ def data_columns(table: HudiTable) -> list[tuple[str, str]]:
     return [(f.name, f.dataType.simpleString()) for f in schema.fields]
 
 
-def write_frame(ctx: StatementContext, entry: TableEntry, frame: DataFrame, operation: str) -> (
-    int
-):
+def write_frame(ctx: StatementContext, entry: TableEntry, frame: DataFrame, operation: str,
+                expressions: dict[str, str] | None = None) -> int:
     """Write ``frame``'s rows as one commit of the Spark write pipeline; returns the row count.
 
     ``operation`` is ``insert``, ``upsert`` or ``delete`` (``frame`` then holds the key and
     partition columns). The rows are computed once, before the commit starts, so a
     statement reading its own target sees the table as it was. A managed table's commit
     runs inside a catalog write id, aborted when the write fails (the pipeline has rolled
-    the instant back by then).
+    the instant back by then). ``expressions`` makes it an expression write
+    (``hudisql.sql.dml_expressions``).
     """
     from hudisql.write.pipeline import SparkWriter
 
@@ -74,7 +81,7 @@ def write_frame(ctx: StatementContext, entry: TableEntry, frame: DataFrame, oper
                          on_step=ctx.router.on_write_step)
     tx = ctx.catalog.write_transaction(entry.name) if entry.managed else contextlib.nullcontext()
     with tx:
-        writer.write(rows, operation)
+        writer.write(rows, operation, expressions)
     return int(count)
 
 
@@ -180,6 +187,15 @@ def update(ctx: StatementContext, command: c.Update) -> DataFrame:
     entry = ctx.require(command.table, "UPDATE")
     table = _open(entry)
     values = _assigned(entry, table, command.assignments, command.alias)
+    plan = update_plan(values, entry.name.table, command.alias) if table.properties.is_mor else None
+    if plan is not None:  # the stored value is read when the log is merged, not now
+        target = quote_identifier(command.alias or entry.name.table)
+        select = expression_select(plan, data_columns(table), _kept_columns(table), target)
+        query = f"SELECT {', '.join(select)} FROM {spark_name(entry.name)} AS {target}"
+        if command.where:
+            query += f" WHERE {command.where}"
+        count = write_frame(ctx, entry, ctx.spark.sql(query), "upsert", plan.ops)
+        return affected_frame(ctx.spark, count)
     select = [
         _cast(values[name], kind, name) if name in values
         else _cast(quote_identifier(name), kind, name)
@@ -192,6 +208,36 @@ def update(ctx: StatementContext, command: c.Update) -> DataFrame:
         query += f" WHERE {command.where}"
     count = write_frame(ctx, entry, ctx.spark.sql(query), "upsert")
     return affected_frame(ctx.spark, count)
+
+
+def _kept_columns(table: HudiTable) -> list[str]:
+    """Columns an expression write takes from the target row: keys, partition, ordering."""
+    ordering = table.properties.precombine_field
+    return _key_columns(table) + ([ordering] if ordering else [])
+
+
+def _merge_expressions(ctx: StatementContext, entry: TableEntry, table: HudiTable,
+                       command: c.Merge) -> DataFrame | None:
+    """A MERGE whose one clause is ``WHEN MATCHED THEN UPDATE SET c = t.c + s.c`` on a MOR
+    table, as an expression write; None when it is not one."""
+    if not table.properties.is_mor or not is_merge_update_only(command):
+        return None
+    [clause] = command.clauses
+    values = _assigned(entry, table, clause.assignments, command.alias, allow_keys=True)
+    plan = merge_plan(command, values)
+    if plan is None:
+        return None
+    target = quote_identifier(command.alias or entry.name.table)
+    source = command.source + (
+        f" AS {quote_identifier(command.source_alias)}" if command.source_alias else "")
+    select = expression_select(plan, data_columns(table), _kept_columns(table), target)
+    query = (f"SELECT {', '.join(select)} FROM {source} JOIN {spark_name(entry.name)} "
+             f"AS {target} ON {command.on}")
+    if clause.condition:
+        query += f" WHERE {clause.condition}"
+    rows = ctx.spark.sql(query).localCheckpoint(eager=True)
+    refuse_repeated_keys(rows, _key_columns(table), str(entry.name))
+    return affected_frame(ctx.spark, write_frame(ctx, entry, rows, "upsert", plan.ops))
 
 
 def _key_columns(table: HudiTable) -> list[str]:
@@ -233,6 +279,9 @@ def merge(ctx: StatementContext, command: c.Merge) -> DataFrame:
             f"MERGE INTO {entry.name}: WHEN NOT MATCHED BY SOURCE is not supported; delete "
             "those rows with a DELETE FROM ... WHERE NOT EXISTS (...) statement"
         )
+    as_expressions = _merge_expressions(ctx, entry, table, command)
+    if as_expressions is not None:
+        return as_expressions
     columns = data_columns(table)
     target = quote_identifier(command.alias or entry.name.table)
     source_alias = command.source_alias

@@ -205,7 +205,8 @@ def _read_keys(spec: _TableSpec, slices: list[FileSlice], head: str | None) -> A
 
 
 def _write_slices(spec: _TableSpec, operation: str, instant: str,
-                  slices: Mapping[tuple[str, str], FileSlice], fault_after: int | None) -> Any:
+                  slices: Mapping[tuple[str, str], FileSlice], fault_after: int | None,
+                  expressions: Mapping[str, str] | None = None) -> Any:
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = [b for b in batches if b.num_rows]
         if not rows:
@@ -224,7 +225,8 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
             start += count
             partition = group.column(PARTITION_PATH)[0].as_py()
             stat = _write_group(table, spec, operation, instant, token, attempt, group,
-                                slices.get((partition, file_id)), partition, file_id)
+                                slices.get((partition, file_id)), partition, file_id,
+                                expressions)
             yield pa.RecordBatch.from_pylist(
                 [{"stat": json.dumps(stat.to_dict()), "attempt": attempt}],
                 schema=pa.schema([("stat", pa.string()), ("attempt", pa.int64())]))
@@ -235,7 +237,7 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
 
 def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: str, token: str,
                  attempt: int, group: pa.Table, file_slice: FileSlice | None, partition: str,
-                 file_id: str) -> WriteStat:
+                 file_id: str, expressions: Mapping[str, str] | None = None) -> WriteStat:
     """Write one file group's part of the write in this task; returns its write stat."""
     storage = table.storage
     if operation == "delete":
@@ -275,7 +277,8 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
         base_file = file_slice.base_file.name if file_slice.base_file is not None else None
         return write_log_file(storage, partition, file_id, file_slice.base_instant, instant,
                               token, records, spec.schema_text, deletes=work.deletes,
-                              attempt=attempt, base_file=base_file, num_updates=work.updates)
+                              attempt=attempt, base_file=base_file, num_updates=work.updates,
+                              expressions=expressions)
     merged, updated, deleted = WriteClient(table)._merge_copy_on_write(table, work)
     return write_base_file(storage, partition, file_id, instant, token, merged, spec.schema_text,
                            prev_commit=file_slice.base_instant, num_updates=updated,
@@ -295,7 +298,8 @@ class SparkWriter:
         self.options = dict(options or {})
         self.on_step = on_step
 
-    def write(self, df: DataFrame, operation: str) -> WriteResult:
+    def write(self, df: DataFrame, operation: str,
+              expressions: Mapping[str, str] | None = None) -> WriteResult:
         """Write ``df`` with ``operation`` as one commit; returns its instant, action and stats.
 
         Operations: ``insert``, ``bulk_insert``, ``upsert`` (rows whose boolean
@@ -322,12 +326,16 @@ class SparkWriter:
                                        arrow_schema=avro_to_arrow(evolved))
         _check_columns(df, spec, op)
         _check_keys(df, spec)
+        if expressions is not None and (op != "upsert" or not spec.is_mor):
+            raise WriteError(f"table {spec.name}: expression writes are upserts to "
+                             f"merge-on-read tables; this is {op} to a "
+                             f"{'merge-on-read' if spec.is_mor else 'copy-on-write'} table")
         txn = Transaction(table, self.options, OPERATIONS[op], overwrite=OVERWRITES.get(op))
         if self.on_step is not None:
             txn.on_step = self.on_step
         instant = txn.start()
         try:
-            stats = self._run(df, op, spec, txn.table, instant)
+            stats = self._run(df, op, spec, txn.table, instant, expressions)
             done = txn.commit(stats, spec.schema_text)
         except BaseException:
             txn.abort()
@@ -335,7 +343,7 @@ class SparkWriter:
         return WriteResult(done.timestamp, done.action, stats)
 
     def _run(self, df: DataFrame, op: str, spec: _TableSpec, table: HudiTable,
-             instant: str) -> list[WriteStat]:
+             instant: str, expressions: Mapping[str, str] | None = None) -> list[WriteStat]:
         with_partition = op != "delete" or all(p in df.columns for p in spec.partition_fields)
         staged_schema = StructType([*df.schema.fields, StructField(RECORD_KEY, StringType()),
                                     StructField(PARTITION_PATH, StringType())])
@@ -353,7 +361,7 @@ class SparkWriter:
             if dup:
                 raise WriteError(f"table {spec.name}: record key {dup[0][0]!r} is already in "
                                  "the table; insert adds new records only: use upsert")
-        if op == "delete":
+        if op == "delete" or expressions is not None:  # an expression updates stored keys only
             tagged = tagged.where(F.col(_FILE_ID).isNotNull())
         else:
             if marked:  # deletes of keys the table does not hold: nothing to do
@@ -362,7 +370,8 @@ class SparkWriter:
             tagged = self._assign_new_groups(tagged)
         groups = max(1, tagged.select(_FILE_ID).distinct().count())
         fault = self.options.get(FAULT_AFTER_FILES)
-        writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None)
+        writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
+                               expressions)
         out = tagged.repartition(groups, _FILE_ID).mapInArrow(writer, _STATS_SCHEMA)
         return [WriteStat.from_dict(json.loads(r.stat)) for r in out.collect()]
 
