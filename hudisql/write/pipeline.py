@@ -307,6 +307,11 @@ class SparkWriter:
         ``insert_overwrite`` (a replacecommit replacing the partitions ``df`` writes) and
         ``insert_overwrite_table`` (replacing every partition).
 
+        ``expressions`` (column -> ``add`` | ``set``; an ``upsert`` on a merge-on-read
+        table only) writes expression blocks (``hudisql.table.expressions``): each row
+        carries its key and the named columns' operands, readers apply them to the stored
+        row, and rows whose key the table does not hold are dropped (they update only).
+
         Raises:
             WriteError: unknown operation, or records that do not fit the table (nothing
                 is written then).
