@@ -100,8 +100,8 @@ def evolve_on_write(table_avro: Mapping[str, Any], records: Any, table_name: str
         return None
     if not evolution_on_write_enabled(options):
         raise WriteError(
-            f"table {table_name}: the records have column(s) {new} the table does not have; "
-            f"to add them set {EVOLUTION_ON_WRITE}=true (they become nullable columns), or "
+            f"table {table_name}: the records have columns the table does not have: unknown "
+            f"{new}; to add them set {EVOLUTION_ON_WRITE}=true (they become nullable columns), or "
             f"ALTER TABLE {table_name} ADD COLUMNS first, or remove them"
         )
     fields = ([incoming.field(n) for n in new] if incoming is not None
