@@ -33,6 +33,7 @@ __all__ = [
     "TableNotFoundError",
     "UnsupportedTableVersionError",
     "connect",
+    "load_ipython_extension",
     "read_table",
 ]
 
@@ -61,3 +62,10 @@ def connect(*args: Any, **kwargs: Any) -> Any:
     from hudisql.session import connect as _connect
 
     return _connect(*args, **kwargs)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext hudisql``: register the ``%hudisql`` and ``%%hudisql`` magics."""
+    from hudisql.magic import load_ipython_extension as _load
+
+    _load(ipython)

@@ -22,7 +22,7 @@ def ipython(spark: SparkSession, tmp_path: Path) -> Iterator[InteractiveShell]:
     catalog = SqlCatalog("magic", uri=f"sqlite:///{tmp_path}/catalog.db",
                          warehouse=str(tmp_path / "wh"), poll_interval=0)
     shell.user_ns["s"] = hudisql.connect(spark, warehouse=tmp_path / "wh", catalog=catalog)
-    shell.run_line_magic("load_ext", "hudisql.magic")
+    shell.run_line_magic("load_ext", "hudisql")  # what users type: the package-level hook
     yield shell
     shell.user_ns.pop("s", None)
     catalog.close()
