@@ -17,7 +17,7 @@ import sys
 import sysconfig
 import tempfile
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +26,7 @@ from hudisql.errors import HudiSqlError, TableNotFoundError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from hudisql.catalog import Catalog
     from hudisql.table import HudiTable
@@ -104,10 +105,16 @@ def _ship_package(spark: SparkSession) -> None:
 
 
 def register_data_source(spark: SparkSession) -> None:
-    """Register the ``hudi`` Python data source with ``spark`` (idempotent)."""
+    """Register the ``hudi`` Python data source with ``spark`` (idempotent).
+
+    Reads go to the data source; ``df.write.format("hudi").save()`` is routed to the Spark
+    write pipeline (see :mod:`hudisql.write.dataframe_writer`).
+    """
     from hudisql.read.datasource import HudiDataSource
+    from hudisql.write.dataframe_writer import install
 
     spark.dataSource.register(HudiDataSource)
+    install()
 
 
 def connect(
@@ -300,22 +307,51 @@ class HudiTableHandle:
 
         return HudiTable.open(self.path)
 
-    def read(self, as_of: str | None = None, **options: str) -> DataFrame:
-        """The table's snapshot as a Spark DataFrame (meta columns included).
+    def read(self, as_of: str | None = None, columns: Sequence[str] | None = None,
+             **options: str) -> DataFrame:
+        """The table's snapshot as a Spark DataFrame (meta columns included by default).
 
         Args:
             as_of: an instant time; read the table as of that instant (time travel).
+            columns: only these columns, in this order: executors then read only them
+                (Python data sources get no column pruning from Spark's optimizer).
             options: further ``hudi`` data source options.
 
         Returns:
             A lazy DataFrame over the ``hudi`` data source.
+
+        Raises:
+            HudiSqlError: a column the table does not have.
         """
         reader = self.session.spark.read.format("hudi")
         for key, value in {**self.session.options, **options}.items():
             reader = reader.option(key, value)
         if as_of is not None:
             reader = reader.option("as.of.instant", as_of)
+        if columns is not None:
+            reader = reader.schema(self._projection(list(columns)))
         return reader.load(self.path)
+
+    def _projection(self, columns: list[str]) -> StructType:
+        """The table's Spark schema cut to ``columns``, path and snapshot metadata kept."""
+        from pyspark.sql.types import StructField, StructType
+
+        from hudisql.read.datasource import spark_schema
+
+        full = spark_schema(self.core(), self.path)
+        by_name = {f.name: f for f in full.fields}
+        unknown = [c for c in columns if c not in by_name]
+        if unknown or not columns:
+            raise HudiSqlError(
+                f"table {self.name or self.path} has no column(s) {unknown}; give some of "
+                f"its columns: {full.fieldNames()}"
+            )
+        fields = [by_name[c] for c in columns]
+        # The data source finds the base path and pinned snapshot in the first field.
+        first = fields[0]
+        metadata = {**(first.metadata or {}), **(full.fields[0].metadata or {})}
+        fields[0] = StructField(first.name, first.dataType, first.nullable, metadata)
+        return StructType(fields)
 
     def write(self, df: DataFrame, operation: str, **options: str) -> WriteResult:
         """Write ``df`` with ``operation`` as one commit of Spark jobs; returns its result.

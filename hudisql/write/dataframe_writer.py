@@ -1,0 +1,263 @@
+"""``df.write.format("hudi")``: Hudi's option names and save modes, run as the Spark pipeline.
+
+The design choice. Spark's Python Data Source API runs a ``DataSourceWriter``'s ``write()``
+on executors over the DataFrame's partitions *as they come*, and ``commit()``/``abort()`` in
+a Python worker without a SparkSession. A correct Hudi write needs what that API cannot
+give: the records of one file group in one task (a copy-on-write base file is rewritten
+once per commit; duplicates of a key are precombined across the whole batch), which takes
+the tagging join and a shuffle planned by the driver. So ``save()`` of format ``hudi`` is
+intercepted on the driver instead (:func:`install`, called by ``hudisql.connect()``) and
+runs :class:`~hudisql.write.pipeline.SparkWriter`, the same jobs and commit protocol as
+``table.upsert(df)``: one task per file slice, write tokens per task attempt, stats only
+from successful attempts, stray base files of failed attempts removed at commit, the
+instant rolled back on any failure. Other formats go to Spark unchanged. Limits: the
+interception works in the Python driver that imported hudisql (not through Spark Connect
+or from the JVM), and ``saveAsTable`` is not intercepted.
+
+Options (Hudi's names): ``hoodie.table.name``, ``hoodie.datasource.write.recordkey.field``
+(comma-separated), ``...precombine.field``, ``...partitionpath.field`` (or
+``partitionBy()``), ``...operation`` (``upsert`` by default, as in Hudi), ``...table.type``
+(``COPY_ON_WRITE`` by default, as in Hudi), ``...hive_style_partitioning``; the table is
+created on first write from the DataFrame's schema. Other ``hoodie.*``/``hudisql.*``
+options are write options (lock provider, concurrency mode...). Save modes: ``append``;
+``overwrite`` replaces the whole table's rows (``insert_overwrite_table``, or
+``insert_overwrite`` when the operation says so); ``errorifexists`` (Spark's default) and
+``ignore`` as Spark defines them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hudisql.errors import TableNotFoundError, WriteError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from hudisql.table.table import HudiTable
+    from hudisql.write.pipeline import WriteResult
+
+TABLE_NAME = "hoodie.table.name"
+RECORD_KEY_FIELD = "hoodie.datasource.write.recordkey.field"
+PRECOMBINE_FIELD = "hoodie.datasource.write.precombine.field"
+PARTITION_PATH_FIELD = "hoodie.datasource.write.partitionpath.field"
+OPERATION = "hoodie.datasource.write.operation"
+TABLE_TYPE = "hoodie.datasource.write.table.type"
+HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
+
+SAVE_MODES = ("append", "overwrite", "errorifexists", "ignore")
+_MODE_ALIASES = {"error": "errorifexists", "default": "errorifexists"}
+_TABLE_TYPES = {"COPY_ON_WRITE": "COPY_ON_WRITE", "COW": "COPY_ON_WRITE",
+                "MERGE_ON_READ": "MERGE_ON_READ", "MOR": "MERGE_ON_READ"}
+_OVERWRITE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
+
+
+@dataclass(frozen=True)
+class SaveRequest:
+    """One ``save()`` of format hudi: where, how, and with which options."""
+
+    path: str
+    mode: str
+    options: dict[str, str]
+    partition_by: tuple[str, ...] = ()
+
+    def fields(self, key: str) -> list[str]:
+        """The comma-separated column names of option ``key`` (empty when absent)."""
+        return [f.strip() for f in self.options.get(key, "").split(",") if f.strip()]
+
+
+def _fail(path: str, message: str) -> WriteError:
+    return WriteError(f"df.write.format('hudi').save({path!r}): {message}")
+
+
+def _operation(request: SaveRequest) -> str:
+    from hudisql.write.pipeline import OPERATIONS
+
+    given = request.options.get(OPERATION)
+    operation = (given or "upsert").strip().lower()
+    if operation not in OPERATIONS:
+        raise _fail(request.path, f"option {OPERATION}={given!r} is not an operation hudisql "
+                                  f"writes: use one of {', '.join(OPERATIONS)}")
+    if request.mode == "overwrite":
+        if given is None:
+            return "insert_overwrite_table"
+        if operation not in _OVERWRITE_OPERATIONS:
+            raise _fail(request.path, f"save mode overwrite replaces the table's rows, but "
+                                      f"option {OPERATION}={given!r} does not: use mode "
+                                      f"append, or operation insert_overwrite(_table)")
+    elif operation in _OVERWRITE_OPERATIONS and request.mode != "append":
+        raise _fail(request.path, f"option {OPERATION}={given!r} needs save mode append or "
+                                  "overwrite")
+    return operation
+
+
+def _check_against_table(request: SaveRequest, table: HudiTable) -> None:
+    """Refuse options that contradict the existing table (nothing written)."""
+    props = table.properties
+    checks: list[tuple[str, object, object]] = [
+        (RECORD_KEY_FIELD, request.fields(RECORD_KEY_FIELD), props.record_key_fields),
+        (PARTITION_PATH_FIELD, request.fields(PARTITION_PATH_FIELD) or list(request.partition_by),
+         props.partition_fields),
+        (PRECOMBINE_FIELD, request.options.get(PRECOMBINE_FIELD), props.precombine_field),
+        (TABLE_NAME, request.options.get(TABLE_NAME), props.table_name),
+    ]
+    for key, given, stored in checks:
+        if given and given != stored:
+            shown = request.options.get(key, ",".join(request.partition_by))
+            raise _fail(request.path, f"option {key}={shown!r} differs from the table's "
+                                      f"{stored!r}; drop the option or match the table")
+    kind = request.options.get(TABLE_TYPE)
+    if kind and _TABLE_TYPES.get(kind.strip().upper()) != props.table_type:
+        raise _fail(request.path, f"option {TABLE_TYPE}={kind!r} differs from the table's "
+                                  f"{props.table_type}")
+
+
+def _create(request: SaveRequest, df: DataFrame) -> None:
+    """Create the table from the options and ``df``'s schema (validated first)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from hudisql.table.writer import create_table
+    from hudisql.write.pipeline import IS_DELETED
+
+    name = request.options.get(TABLE_NAME)
+    keys = request.fields(RECORD_KEY_FIELD)
+    for key, value in ((TABLE_NAME, name), (RECORD_KEY_FIELD, keys)):
+        if not value:
+            raise _fail(request.path, f"no Hudi table there yet and option {key} is not set: "
+                                      "give it to create the table on this first write")
+    kind = request.options.get(TABLE_TYPE, "COPY_ON_WRITE")
+    table_type = _TABLE_TYPES.get(kind.strip().upper())
+    if table_type is None:
+        raise _fail(request.path, f"option {TABLE_TYPE}={kind!r} is not COPY_ON_WRITE or "
+                                  "MERGE_ON_READ")
+    arrow = to_arrow_schema(df.schema, timezone="UTC")
+    schema = pa.schema([f for f in arrow if f.name != IS_DELETED])
+    partitions = request.fields(PARTITION_PATH_FIELD) or list(request.partition_by)
+    precombine = request.options.get(PRECOMBINE_FIELD) or None
+    for key, columns in ((RECORD_KEY_FIELD, keys), (PARTITION_PATH_FIELD, partitions),
+                         (PRECOMBINE_FIELD, [precombine] if precombine else [])):
+        missing = [c for c in columns if schema.get_field_index(c) < 0]
+        if missing:
+            raise _fail(request.path, f"option {key} names {missing}, which the DataFrame "
+                                      f"lacks; its columns are {schema.names}")
+    extra = {HIVE_STYLE: request.options.get(HIVE_STYLE, "false").lower()}
+    assert name is not None
+    create_table(request.path, name, schema, keys, partitions, precombine, table_type, extra)
+
+
+def save(df: DataFrame, request: SaveRequest) -> WriteResult | None:
+    """Write ``df`` to the Hudi table at ``request.path`` (created when absent) as one commit.
+
+    Returns:
+        The commit's result; None when mode ``ignore`` found a table there.
+
+    Raises:
+        WriteError: a missing or bad option (named), an unknown save mode, a table that
+            exists under mode ``errorifexists``, or records that do not fit (nothing
+            written then).
+        CommitConflictError: a concurrent write touched the same file groups.
+    """
+    from hudisql.table.table import HudiTable
+    from hudisql.write.pipeline import SparkWriter
+
+    if request.mode not in SAVE_MODES:
+        raise _fail(request.path, f"save mode {request.mode!r} is not one of "
+                                  f"{', '.join(SAVE_MODES)}")
+    operation = _operation(request)
+    try:
+        table = HudiTable.open(request.path)
+    except TableNotFoundError:
+        table = None
+    if table is not None:
+        if request.mode == "errorifexists":
+            raise _fail(request.path, "a Hudi table is already there and the save mode is "
+                                      "errorifexists: use mode append or overwrite")
+        if request.mode == "ignore":
+            return None
+        _check_against_table(request, table)
+    else:
+        _create(request, df)
+    options = {k: v for k, v in request.options.items() if k.startswith(("hoodie.", "hudisql."))}
+    spark = df.sparkSession
+    return SparkWriter(spark, request.path, options).write(df, operation)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def install() -> None:
+    """Route ``DataFrameWriter.save`` of format ``hudi`` to :func:`save` (idempotent).
+
+    The writer's ``format``/``mode``/``option(s)``/``partitionBy`` calls are recorded on the
+    Python object as they go to the JVM, so ``save`` knows them without asking the JVM.
+    """
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    if getattr(DataFrameWriter, "_hudisql_installed", False):
+        return
+    original = {name: getattr(DataFrameWriter, name)
+                for name in ("format", "mode", "option", "options", "partitionBy", "save")}
+
+    def state(writer: Any) -> dict[str, Any]:
+        if not hasattr(writer, "_hudisql_state"):
+            writer._hudisql_state = {"format": None, "mode": "errorifexists", "options": {},
+                                     "partition_by": ()}
+        found: dict[str, Any] = writer._hudisql_state
+        return found
+
+    def format_(self: Any, source: str) -> Any:
+        state(self)["format"] = source
+        return original["format"](self, source)
+
+    def mode_(self: Any, saveMode: str | None) -> Any:
+        if saveMode is not None:
+            mode = str(saveMode).lower()
+            state(self)["mode"] = _MODE_ALIASES.get(mode, mode)
+        return original["mode"](self, saveMode)
+
+    def option_(self: Any, key: str, value: Any) -> Any:
+        state(self)["options"][key] = _text(value)
+        return original["option"](self, key, value)
+
+    def options_(self: Any, **options: Any) -> Any:
+        state(self)["options"].update({k: _text(v) for k, v in options.items()})
+        return original["options"](self, **options)
+
+    def partition_by_(self: Any, *cols: Any) -> Any:
+        names = cols[0] if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else cols
+        state(self)["partition_by"] = tuple(str(c) for c in names)
+        return original["partitionBy"](self, *cols)
+
+    def save_(self: Any, path: str | None = None, format: str | None = None,
+              mode: str | None = None, partitionBy: Any = None,
+              **options: Any) -> None:
+        if format is not None:
+            self.format(format)
+        current = state(self)
+        if str(current["format"] or "").lower() != "hudi":
+            original["save"](self, path, None, mode, partitionBy, **options)
+            return
+        self.mode(mode).options(**options)
+        if partitionBy is not None:
+            self.partitionBy(partitionBy)
+        where = path or current["options"].get("path")
+        if not where:
+            raise WriteError("df.write.format('hudi').save(): give the table's base path "
+                             "(save(path) or option path)")
+        request = SaveRequest(os.fspath(where), current["mode"], dict(current["options"]),
+                              current["partition_by"])
+        save(self._df, request)
+
+    DataFrameWriter.format = format_  # type: ignore[method-assign]
+    DataFrameWriter.mode = mode_  # type: ignore[method-assign]
+    DataFrameWriter.option = option_  # type: ignore[method-assign]
+    DataFrameWriter.options = options_  # type: ignore[method-assign]
+    DataFrameWriter.partitionBy = partition_by_  # type: ignore[method-assign]
+    DataFrameWriter.save = save_  # type: ignore[method-assign]
+    DataFrameWriter._hudisql_installed = True  # type: ignore[attr-defined]
