@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 
 import hudisql
-from hudisql.errors import TableNotFoundError
+from hudisql.errors import HudiSqlError, TableNotFoundError
 from hudisql.session import HudiSession, HudiTableHandle
 from tests.fixtures import table_path
 
@@ -117,3 +117,16 @@ def test_sql_goes_to_the_router_when_one_is_installed(spark: SparkSession) -> No
     session.router = router
     assert session.sql("SHOW TIMELINE FOR t").collect()[0].answer == 42
     assert seen == ["SHOW TIMELINE FOR t"]
+
+
+def test_read_of_some_columns_reads_just_them(spark: SparkSession) -> None:
+    session = hudisql.connect(spark)
+    path = str(table_path("v6_trips_8i1u"))  # one slice has log files, two have none
+    df = session.table_at(path).read(columns=["rider", "fare", "city"])
+    assert df.columns == ["rider", "fare", "city"]
+    got = sorted(tuple(r) for r in df.collect())
+    expected = hudisql.read_table(path).select(["rider", "fare", "city"]).to_pylist()
+    assert got == sorted(tuple(r.values()) for r in expected)
+    assert {r[0]: r[1] for r in got}["rider-D"] == 25.0  # the merged update
+    with pytest.raises(HudiSqlError, match=r"has no column\(s\) \['nope'\]"):
+        session.table_at(path).read(columns=["rider", "nope"])
