@@ -5,8 +5,9 @@ task is retried) upserts into a MOR table with an injected failure: the first at
 every write task fails right after writing its first file group's log file, so that
 attempt's log blocks stay on storage next to the retry's. The commit keeps them (only base
 files of failed attempts are removed), so the table on disk is what a crash before any
-clean-up leaves too. ``show_log_blocks`` must mark exactly the first attempts' blocks
-spurious, under rule (a) and with rule (a) switched off, and the read must be exact.
+clean-up leaves too (the commit's removal of spurious log files is switched off here).
+``show_log_blocks`` must mark exactly the first attempts' blocks spurious, under rule (a)
+and with rule (a) switched off, and the read must be exact.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 from hudisql.table.reconcile import show_log_blocks
 from hudisql.table.table import HudiTable
 from hudisql.table.writer import WriteClient, create_table
+from hudisql.write.commit import REMOVE_SPURIOUS_LOG_FILES
 from hudisql.write.pipeline import FAULT_AFTER_FILES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -37,7 +39,8 @@ UPDATES = [(u, 2, r, fare + 1.5, city) for u, _, r, fare, city in INSERTS]
 
 def _upsert_with_retries(path: Path) -> str:
     brief = {"path": str(path), "master": "local[2,4]", "rows": UPDATES,
-             "operation": "upsert", "options": {FAULT_AFTER_FILES: "1"}}
+             "operation": "upsert",
+             "options": {FAULT_AFTER_FILES: "1", REMOVE_SPURIOUS_LOG_FILES: "false"}}
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
         [sys.executable, "-m", "tests.write.spark_child", json.dumps(brief)], cwd=REPO,
