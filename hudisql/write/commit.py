@@ -44,6 +44,9 @@ OPTIMISTIC = "optimistic_concurrency_control"
 _WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT, Action.COMPACTION,
                   Action.LOGCOMPACTION, Action.CLUSTERING)
 
+#: Delete log files of failed or duplicate task attempts after completing (default true).
+REMOVE_SPURIOUS_LOG_FILES = "hudisql.write.remove.spurious.log.files"
+
 #: Called with (event, instant) at each protocol step; tests inject failures here.
 StepHook = Callable[[str, str], None]
 
@@ -150,7 +153,8 @@ class Transaction:
         self._finish()
         # Tidiness only: readers already skip these (the commit names its log files).
         self.on_step("completed", self.instant_time)
-        remove_spurious_log_files(table.storage, self.instant_time, metadata)
+        if self.options.get(REMOVE_SPURIOUS_LOG_FILES, "true").strip().lower() != "false":
+            remove_spurious_log_files(table.storage, self.instant_time, metadata)
         table.storage.delete_dir(f"{MARKER_DIR}/{self.instant_time}")
         return done
 
