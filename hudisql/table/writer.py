@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudisql.errors import (
-    ConcurrentSchemaEvolutionError,
+    CommitConflictError,
     UnsupportedFormatError,
     UnsupportedTableVersionError,
     WriteError,
@@ -61,6 +61,8 @@ from hudisql.table.write_records import (
     record_keys,
 )
 from hudisql.table.write_rollback import StepHook, rollback_instant
+from hudisql.write.commit import check_write_conflicts
+from hudisql.write.heartbeat import Heartbeat, heartbeat_settings
 from hudisql.write.schema_conflict import TableSchema, resolve_commit_schema, validation_lock
 from hudisql.write.schema_evolution import evolve_on_write
 
@@ -166,8 +168,11 @@ def _no_step(event: str, detail: str) -> None:
 class WriteClient:
     """Writes to one version-6 table without Spark; every call is one whole commit.
 
-    Not safe for concurrent use on one table from several clients without a lock (conflict
-    resolution is the Spark write pipeline's job). ``on_step(event, detail)`` is called at
+    Commits like the Spark pipeline's transactions: a heartbeat keeps the instant alive while
+    it writes, and under the table lock (``hoodie.write.lock.provider``) a write that lost
+    its instant to another writer's rollback, or whose file groups a write completed
+    meanwhile also touched, fails with CommitConflictError and is rolled back whole
+    (:func:`hudisql.write.commit.check_write_conflicts`). ``on_step(event, detail)`` is called at
     each step (``requested``, ``inflight``, ``file``, ``validating``, ``completed``, and the
     rollback's); raising there simulates a crash at that point. ``options`` are write
     options: the lock provider taken at validation, the RFC-82 schema check
@@ -345,11 +350,14 @@ class WriteClient:
             planned.partition_to_write_stats.setdefault(work.partition_path, []).append(
                 work.planned_stat()
             )
+        started_with = frozenset(i.timestamp for i in timeline.completed())
         requested = timeline.create_requested(action)
         ts = requested.timestamp
         metadata = CommitMetadata(extra_metadata={"schema": schema_text}, operation_type=operation)
         for partition in planned.partition_to_write_stats:
             metadata.partition_to_write_stats[partition] = []
+        # Other writers roll back pending instants whose heartbeat expired: keep ours alive.
+        heartbeat = Heartbeat(storage, ts, heartbeat_settings(self.options)[0]).start()
         try:
             self.on_step("requested", ts)
             inflight = timeline.transition_to_inflight(requested, planned.to_json())
@@ -363,12 +371,16 @@ class WriteClient:
                 record_committed_log_files(metadata)
             self.on_step("validating", ts)
             with validation_lock(table, self.options):
-                resolve_commit_schema(table.reload(), metadata, ts, schema_text, at_start,
+                current = table.reload()
+                check_write_conflicts(current, ts, started_with, metadata, self.options)
+                resolve_commit_schema(current, metadata, ts, schema_text, at_start,
                                       self.options, action)
                 timeline.complete(inflight, metadata.to_json())
-        except ConcurrentSchemaEvolutionError:
-            # Final for this write: undo it whole, as the Spark pipeline's transaction does.
-            rollback_instant(table.reload(), ts, self.on_step)
+        except CommitConflictError:
+            # Final for this write (file groups or schema clash, or rolled back by another
+            # writer): undo it whole, as the Spark pipeline's transaction does.
+            if table.reload().timeline.get(ts) is not None:
+                rollback_instant(table.reload(), ts, self.on_step)
             self._table = table.reload()
             raise
         except BaseException as exc:
@@ -377,6 +389,8 @@ class WriteClient:
                 f"to readers: WriteClient.rollback({ts!r}) removes them"
             )
             raise
+        finally:
+            heartbeat.stop()
         self.on_step("completed", ts)
         storage.delete_dir(f"{MARKER_DIR}/{ts}")
         self._table = table.reload()

@@ -5,8 +5,7 @@ table lock), keeps its heartbeat alive while executors write, and finishes it un
 table lock: it checks the instants completed since it started for file groups it also
 wrote (optimistic concurrency: the later writer fails with :class:`CommitConflictError`
 naming both instants and the file groups), removes base files of failed or duplicate task
-attempts, and completes the instant with its commit metadata; then it deletes log files of
-failed or duplicate attempts (tidiness: reads are exact without it). Any failure rolls the
+attempts, and completes the instant with its commit metadata. Any failure rolls the
 instant back (its files removed, a rollback instant written) before the error propagates.
 
 An overwrite (``insert_overwrite``: the partitions it writes; ``insert_overwrite_table``:
@@ -28,7 +27,6 @@ from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSystemView
 from hudisql.table.instant import Action, Instant
 from hudisql.table.reconcile import record_committed_log_files
-from hudisql.table.spurious_files import remove_spurious_log_files
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import MARKER_DIR
 from hudisql.write.heartbeat import Heartbeat, heartbeat_settings, is_abandoned
@@ -43,9 +41,6 @@ OPTIMISTIC = "optimistic_concurrency_control"
 # Actions whose completed instants wrote data files (conflict candidates).
 _WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT, Action.COMPACTION,
                   Action.LOGCOMPACTION, Action.CLUSTERING)
-
-#: Delete log files of failed or duplicate task attempts after completing (default true).
-REMOVE_SPURIOUS_LOG_FILES = "hudisql.write.remove.spurious.log.files"
 
 #: Called with (event, instant) at each protocol step; tests inject failures here.
 StepHook = Callable[[str, str], None]
@@ -140,8 +135,8 @@ class Transaction:
             table = self.table.reload()
             if self.overwrite is not None:
                 metadata.partition_to_replace_file_ids = self._replaced(table, metadata)
-            if self.options.get(CONCURRENCY_MODE, OPTIMISTIC).lower() == OPTIMISTIC:
-                self._check_conflicts(table, metadata)
+            check_write_conflicts(table, self.instant_time, self.started_with, metadata,
+                                  self.options)
             resolve_commit_schema(table, metadata, self.instant_time, schema or None,
                                   self.schema_at_start, self.options, self.instant.action)
             self._remove_stray_base_files(table, metadata)
@@ -151,10 +146,6 @@ class Transaction:
             done = table.timeline.complete(
                 self.instant, metadata.to_json(replace=self.overwrite is not None))
         self._finish()
-        # Tidiness only: readers already skip these (the commit names its log files).
-        self.on_step("completed", self.instant_time)
-        if self.options.get(REMOVE_SPURIOUS_LOG_FILES, "true").strip().lower() != "false":
-            remove_spurious_log_files(table.storage, self.instant_time, metadata)
         table.storage.delete_dir(f"{MARKER_DIR}/{self.instant_time}")
         return done
 
@@ -171,21 +162,6 @@ class Transaction:
             if ids or partition in written:
                 replaced[partition] = ids
         return replaced
-
-    def _check_conflicts(self, table: HudiTable, metadata: CommitMetadata) -> None:
-        ours = _touched(metadata)
-        for other in table.timeline.completed(_WRITE_ACTIONS):
-            if other.timestamp in self.started_with or other.timestamp == self.instant_time:
-                continue
-            theirs = _touched(table.timeline.commit_metadata(other))
-            clash = sorted(ours & theirs)
-            if clash:
-                groups = ", ".join(f"{p or '<root>'}/{f}" for p, f in clash[:10])
-                raise CommitConflictError(
-                    f"table {table.name}: write {self.instant_time} conflicts with "
-                    f"{other.action} {other.timestamp}, completed meanwhile, on file groups "
-                    f"{groups}; {self.instant_time} is rolled back: retry the write"
-                )
 
     def _remove_stray_base_files(self, table: HudiTable, metadata: CommitMetadata) -> None:
         """Delete base files of this instant that no write stat names (failed attempts)."""
@@ -227,3 +203,41 @@ def _touched(metadata: CommitMetadata) -> set[tuple[str, str]]:
     for partition, file_ids in metadata.partition_to_replace_file_ids.items():
         touched.update((partition, file_id) for file_id in file_ids)
     return touched
+
+def check_write_conflicts(
+    table: HudiTable, instant_time: str, started_with: frozenset[str],
+    metadata: CommitMetadata, options: Mapping[str, str],
+) -> None:
+    """Refuse to complete ``instant_time`` when completing it would clobber or lose data.
+
+    Called under the table lock with ``table`` freshly loaded, by every commit path (the
+    Spark pipeline's :class:`Transaction` and the pure-Python ``WriteClient``). Two checks:
+    the instant must still be inflight (another writer may have rolled it back as abandoned,
+    e.g. after its heartbeat stalled: completing it then would publish a commit that a
+    rollback already voided); and, under optimistic concurrency, no write completed since
+    it started (not in ``started_with``) may have touched one of its file groups.
+
+    Raises:
+        CommitConflictError: naming both instants and the file groups, or the rollback.
+    """
+    current = table.timeline.get(instant_time)
+    if current is None or not current.is_inflight:
+        state = "gone from the timeline" if current is None else f"{current.state}"
+        raise CommitConflictError(
+            f"table {table.name}: write {instant_time} is {state}: another writer rolled it "
+            "back (its heartbeat had expired); nothing of it is visible: retry the write"
+        )
+    if options.get(CONCURRENCY_MODE, OPTIMISTIC).lower() != OPTIMISTIC:
+        return
+    ours = _touched(metadata)
+    for other in table.timeline.completed(_WRITE_ACTIONS):
+        if other.timestamp in started_with or other.timestamp == instant_time:
+            continue
+        clash = sorted(ours & _touched(table.timeline.commit_metadata(other)))
+        if clash:
+            groups = ", ".join(f"{p or '<root>'}/{f}" for p, f in clash[:10])
+            raise CommitConflictError(
+                f"table {table.name}: write {instant_time} conflicts with "
+                f"{other.action} {other.timestamp}, completed meanwhile, on file groups "
+                f"{groups}; {instant_time} is rolled back: retry the write"
+            )
