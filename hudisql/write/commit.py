@@ -5,7 +5,8 @@ table lock), keeps its heartbeat alive while executors write, and finishes it un
 table lock: it checks the instants completed since it started for file groups it also
 wrote (optimistic concurrency: the later writer fails with :class:`CommitConflictError`
 naming both instants and the file groups), removes base files of failed or duplicate task
-attempts, and completes the instant with its commit metadata. Any failure rolls the
+attempts, and completes the instant with its commit metadata; then it deletes log files of
+failed or duplicate attempts (tidiness: reads are exact without it). Any failure rolls the
 instant back (its files removed, a rollback instant written) before the error propagates.
 
 An overwrite (``insert_overwrite``: the partitions it writes; ``insert_overwrite_table``:
@@ -27,6 +28,7 @@ from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSystemView
 from hudisql.table.instant import Action, Instant
 from hudisql.table.reconcile import record_committed_log_files
+from hudisql.table.spurious_files import remove_spurious_log_files
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import MARKER_DIR
 from hudisql.write.heartbeat import Heartbeat, heartbeat_settings, is_abandoned
@@ -41,6 +43,9 @@ OPTIMISTIC = "optimistic_concurrency_control"
 # Actions whose completed instants wrote data files (conflict candidates).
 _WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT, Action.COMPACTION,
                   Action.LOGCOMPACTION, Action.CLUSTERING)
+
+#: Delete log files of failed or duplicate task attempts after completing (default true).
+REMOVE_SPURIOUS_LOG_FILES = "hudisql.write.remove.spurious.log.files"
 
 #: Called with (event, instant) at each protocol step; tests inject failures here.
 StepHook = Callable[[str, str], None]
@@ -146,6 +151,10 @@ class Transaction:
             done = table.timeline.complete(
                 self.instant, metadata.to_json(replace=self.overwrite is not None))
         self._finish()
+        # Tidiness only: readers already skip these (the commit names its log files).
+        self.on_step("completed", self.instant_time)
+        if self.options.get(REMOVE_SPURIOUS_LOG_FILES, "true").strip().lower() != "false":
+            remove_spurious_log_files(table.storage, self.instant_time, metadata)
         table.storage.delete_dir(f"{MARKER_DIR}/{self.instant_time}")
         return done
 
@@ -203,6 +212,7 @@ def _touched(metadata: CommitMetadata) -> set[tuple[str, str]]:
     for partition, file_ids in metadata.partition_to_replace_file_ids.items():
         touched.update((partition, file_id) for file_id in file_ids)
     return touched
+
 
 def check_write_conflicts(
     table: HudiTable, instant_time: str, started_with: frozenset[str],
