@@ -1,18 +1,15 @@
 """The pass-through corpus: 200+ Spark SQL statements reach Spark exactly as written.
 
 The expected statements come from a reference splitter written here, independently of
-the parser (a character scanner over Spark's lexical rules). The Spark test runs the
-corpus twice in one session, once with the parser's texts and once with the reference
-slices, each in a fresh database, and compares every statement's result.
+the parser (a character scanner over Spark's lexical rules). That Spark gives the same
+result for each statement through hudisql as through ``spark.sql`` alone is tested once,
+through the session, in ``tests/sql/test_passthrough.py``.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
-
-import pytest
 
 from hudisql.parser import DropTable, parse_script
 
@@ -110,40 +107,3 @@ def _normalize(value: str, roots: tuple[str, ...]) -> str:
     for root in roots:
         value = value.replace(root, "<location>")
     return re.sub(r"#\d+L?", "#N", value)
-
-
-def _run_corpus(spark: Any, texts: list[str], location: Path) -> list[tuple[str, list[str]]]:
-    """Run ``texts`` in order in a fresh database at ``location``; return each result."""
-    views_before = {t.name for t in spark.catalog.listTables() if t.isTemporary}
-    spark.sql(f"CREATE DATABASE corpus LOCATION '{location}'")
-    spark.sql("USE corpus")
-    roots = (f"file:{location}", str(location))
-    results = []
-    try:
-        for text in texts:
-            try:
-                frame = spark.sql(text)
-                rows = frame.collect()
-            except Exception as exc:  # pragma: no cover - the message is the diagnosis
-                raise AssertionError(f"Spark rejected corpus statement:\n{text}\n{exc}") from exc
-            shown = sorted(_normalize(repr(row), roots) for row in rows)
-            results.append((frame.schema.simpleString(), shown))
-    finally:
-        spark.sql("USE default")
-        spark.sql("DROP DATABASE IF EXISTS corpus CASCADE")
-        for table in spark.catalog.listTables():
-            if table.isTemporary and table.name not in views_before:
-                spark.catalog.dropTempView(table.name)
-    return results
-
-
-@pytest.mark.spark
-@pytest.mark.slow
-def test_corpus_gives_spark_the_same_results_as_the_raw_slices(spark: Any, tmp_path: Path) -> None:
-    statements = parse_script(TEXT)
-    slices = reference_split(TEXT)
-    ours = _run_corpus(spark, [s.text for s in statements], tmp_path / "ours")
-    raw = _run_corpus(spark, slices, tmp_path / "raw")
-    assert len(ours) == len(raw) == len(slices)
-    for text, mine, theirs in zip(slices, ours, raw, strict=True):
-        assert mine == theirs, text
