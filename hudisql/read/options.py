@@ -33,18 +33,22 @@ def normalize_instant(text: str) -> str:
     """An instant given as ``yyyyMMddHHmmss[SSS]`` or ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``.
 
     Returns:
-        The 17-digit instant time (missing milliseconds and time of day are zeros).
+        The 17-digit instant time. A time to the second means its whole second (``999``
+        milliseconds, as Hudi and :func:`hudisql.table.table.normalize_as_of` take it); a
+        date alone means its start.
 
     Raises:
         HudiSqlError: ``text`` is neither form.
     """
     value = text.strip()
     if _DIGITS.match(value):
-        return value.ljust(17, "0")
+        return value if len(value) == 17 else value + "999"
     match = _DATETIME.match(value)
     if match:
         year, month, day, hour, minute, second, millis = match.groups()
-        millis = (millis or "0").ljust(3, "0")
+        if millis is None:
+            millis = "999" if hour is not None else "000"
+        millis = millis.ljust(3, "0")
         return f"{year}{month}{day}{hour or '00'}{minute or '00'}{second or '00'}{millis}"
     raise HudiSqlError(
         f"option {AS_OF_INSTANT}={text!r} is not an instant: give yyyyMMddHHmmssSSS "

@@ -106,3 +106,14 @@ def test_unreadable_paths_are_reported_and_kept(path: str) -> None:
     p = pruner() if path != "year=x" else pruner("year")
     assert p.values(path) is None
     assert p.keeps(path, [EqualTo(("city",), "nowhere")])
+
+
+def test_an_instant_to_the_second_means_its_whole_second() -> None:
+    from hudisql.read.options import normalize_instant
+    from hudisql.table.table import normalize_as_of
+
+    for text in ("20250331030642", "2025-03-31 03:06:42", "20250331030642808",
+                 "2025-03-31 03:06:42.8"):
+        assert normalize_instant(text) == normalize_as_of(text)
+    assert normalize_instant("20250331030642") == "20250331030642999"
+    assert normalize_instant("2025-03-31") == "20250331000000000"
