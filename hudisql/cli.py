@@ -73,6 +73,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
     else:
         script = args.execute
+    if script is not None:
+        from hudisql.parser import parse_script
+
+        try:
+            parse_script(script)  # a script that does not parse never waits for Spark
+        except SqlParseError as exc:
+            print(format_error(exc), file=sys.stderr)
+            return 1
     session = _connect(args)
     try:
         if script is not None:

@@ -73,6 +73,14 @@ def test_missing_file_exits_with_1(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_script_that_does_not_parse_fails_before_spark_starts(tmp_path: Path) -> None:
+    result = run(tmp_path, "-e", "SELECT 1;\nSHOW TIMELINE ON;")
+    assert result.returncode == 1
+    assert "line 2, column 17: SHOW TIMELINE needs a table name" in result.stderr
+    assert "log4j" not in result.stderr and "Spark" not in result.stderr  # no JVM was started
+    assert not (tmp_path / "wh").exists()
+
+
 def test_execute_prints_tables_and_timing(tmp_path: Path) -> None:
     proc = run(tmp_path, "--conf", "spark.sql.shuffle.partitions=2", "-e",
                "CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id'); "
