@@ -33,7 +33,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark import TaskContext
+from pyspark import StorageLevel, TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
@@ -356,38 +356,53 @@ class SparkWriter:
         marked = IS_DELETED in df.columns and op != "delete"
         if marked and op != "upsert":  # only an upsert deletes; elsewhere a marked row is void
             staged = staged.where(~F.coalesce(F.col(IS_DELETED), F.lit(False)))
+        # One job stages every record once (kept for the write job) and counts records per
+        # partition: the touched partitions and an upper bound of their inserts.
+        staged = staged.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            counts = {r[0]: r[1] for r in staged.groupBy(PARTITION_PATH).count().collect()}
+            return self._tag_and_write(staged, counts, op, spec, table, instant, with_partition,
+                                       marked, expressions)
+        finally:
+            staged.unpersist()
+
+    def _tag_and_write(self, staged: DataFrame, counts: Mapping[str | None, int], op: str,
+                       spec: _TableSpec, table: HudiTable, instant: str, with_partition: bool,
+                       marked: bool, expressions: Mapping[str, str] | None
+                       ) -> list[WriteStat]:
         if op == "bulk_insert" or op in OVERWRITES:
             tagged = staged.withColumn(_FILE_ID, F.lit(None).cast("string"))
             slices: dict[tuple[str, str], FileSlice] = {}
         else:
-            tagged, slices = self._tag(staged, spec, table, with_partition)
+            touched = [str(p) for p in counts] if with_partition else None
+            tagged, slices = self._tag(staged, spec, table, touched)
         if op == "insert":
             dup = tagged.where(F.col(_FILE_ID).isNotNull()).select(RECORD_KEY).limit(1).collect()
             if dup:
                 raise WriteError(f"table {spec.name}: record key {dup[0][0]!r} is already in "
                                  "the table; insert adds new records only: use upsert")
+        new_groups = 0
         if op == "delete" or expressions is not None:  # an expression updates stored keys only
             tagged = tagged.where(F.col(_FILE_ID).isNotNull())
         else:
             if marked:  # deletes of keys the table does not hold: nothing to do
                 tagged = tagged.where(F.col(_FILE_ID).isNotNull()
                                       | ~F.coalesce(F.col(IS_DELETED), F.lit(False)))
-            tagged = self._assign_new_groups(tagged)
-        groups = max(1, tagged.select(_FILE_ID).distinct().count())
+            tagged, new_groups = self._assign_new_groups(tagged, counts)
+        # At most one task per file group (groups without records make empty tasks).
+        groups = max(1, len(slices) + new_groups)
         fault = self.options.get(FAULT_AFTER_FILES)
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
                                expressions)
         out = tagged.repartition(groups, _FILE_ID).mapInArrow(writer, _STATS_SCHEMA)
         return [WriteStat.from_dict(json.loads(r.stat)) for r in out.collect()]
 
-    def _tag(self, staged: DataFrame, spec: _TableSpec, table: HudiTable, with_partition: bool
-             ) -> tuple[DataFrame, dict[tuple[str, str], FileSlice]]:
+    def _tag(self, staged: DataFrame, spec: _TableSpec, table: HudiTable,
+             touched: list[str] | None) -> tuple[DataFrame, dict[tuple[str, str], FileSlice]]:
         head = table.timeline.last_completed()
-        if with_partition:
-            touched = [r[0] for r in staged.select(PARTITION_PATH).distinct().collect()]
-            slices = table.file_slices(partitions=touched)
-        else:
-            slices = table.file_slices()
+        with_partition = touched is not None
+        slices = table.file_slices(partitions=touched) if touched is not None else (
+            table.file_slices())
         by_group = {(s.partition_path, s.file_id): s for s in slices}
         if not slices:
             return staged.withColumn(_FILE_ID, F.lit(None).cast("string")), by_group
@@ -400,18 +415,25 @@ class SparkWriter:
             tagged = staged.drop(PARTITION_PATH).join(existing, [RECORD_KEY], "inner")
         return tagged, by_group
 
-    def _assign_new_groups(self, tagged: DataFrame) -> DataFrame:
+    def _assign_new_groups(self, tagged: DataFrame, counts: Mapping[str | None, int]
+                           ) -> tuple[DataFrame, int]:
+        """Untagged records to new file groups: per partition, enough for all its records.
+
+        ``counts`` are the partition's records, updates included (an upper bound of its
+        inserts: known without another job); ids that get no record write nothing.
+        Returns the tagged frame and how many new file ids it may use.
+        """
         per_file = int(self.options.get(MAX_RECORDS_PER_FILE, DEFAULT_MAX_RECORDS_PER_FILE))
-        counts = (tagged.where(F.col(_FILE_ID).isNull()).groupBy(PARTITION_PATH).count()
-                  .collect())
         if not counts:
-            return tagged
+            return tagged, 0
         pairs: list[Any] = []
-        for row in counts:
-            n = max(1, math.ceil(row["count"] / per_file))
-            pairs += [F.lit(row[PARTITION_PATH]),
-                      F.array(*[F.lit(new_file_id()) for _ in range(n)])]
+        total = 0
+        for partition, count in counts.items():
+            n = max(1, math.ceil(count / per_file))
+            total += n
+            pairs += [F.lit(partition), F.array(*[F.lit(new_file_id()) for _ in range(n)])]
         new_ids = F.create_map(*pairs)[F.col(PARTITION_PATH)]
         bucket = F.pmod(F.xxhash64(F.col(RECORD_KEY)), F.size(new_ids)) + 1
         return tagged.withColumn(
-            _FILE_ID, F.coalesce(F.col(_FILE_ID), F.element_at(new_ids, bucket.cast("int"))))
+            _FILE_ID, F.coalesce(F.col(_FILE_ID), F.element_at(new_ids, bucket.cast("int")))
+        ), total
