@@ -231,11 +231,22 @@ class HudiSession:
         return self.table(name)
 
     def table(self, name: str) -> HudiTableHandle:
-        """The handle of table ``name`` (as Spark's session catalog resolves it).
+        """The handle of table ``name``: ``t`` or ``db.t``, looked up in the session's catalog
+        (also defining it in Spark, so ``spark.table(name)`` works), else in Spark's own.
 
         Raises:
             TableNotFoundError: no table of that name, or it is not a ``hudi`` table.
         """
+        from hudisql.sql import SqlRouter
+
+        if isinstance(self.router, SqlRouter):
+            from hudisql.parser.commands import TableName as SqlTableName
+
+            parts = tuple(p.strip("`") for p in name.split("."))
+            _, entries = self.router.resolve_names(self.spark, [SqlTableName(parts)])
+            for entry in entries.values():
+                self._open_core(entry.location, name)
+                return HudiTableHandle(session=self, name=name, path=entry.location)
         if not self.spark.catalog.tableExists(name):
             raise TableNotFoundError(
                 f"table {name!r} does not exist in the session catalog; register it with "

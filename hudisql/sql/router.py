@@ -198,23 +198,37 @@ class SqlRouter:
         A name hudisql once defined in Spark whose table left the catalog (dropped or
         renamed by another session) loses its Spark definition.
         """
+        snapshot, entries = self.resolve_names(ctx.spark, names)
+        if snapshot is not None:
+            ctx.snapshot = snapshot
+        ctx.entries.update(entries)
+
+    def resolve_names(
+        self, spark: SparkSession, names: list[c.TableName]
+    ) -> tuple[StatementSnapshot | None, dict[TableName, TableEntry]]:
+        """Resolve ``names`` (one catalog call) and define each hudi table in Spark.
+
+        Returns:
+            The statement snapshot (None when no name is a catalog name) and the entries of
+            the names the catalog holds.
+        """
+        entries: dict[TableName, TableEntry] = {}
         if not names:
-            return
-        database = self.current_database(ctx.spark, names)
+            return None, entries
+        database = self.current_database(spark, names)
         wanted = [n for n in (catalog_name(x, database) for x in names) if n is not None]
         if not wanted:
-            return
+            return None, entries
         snapshot = self.catalog.begin_statement(wanted)
-        ctx.snapshot = snapshot
-        spark_tables = SparkTables.of(ctx.spark)
+        spark_tables = SparkTables.of(spark)
         for name in wanted:
             if name in snapshot:
                 entry = self.catalog.resolve(snapshot, name)
-                ctx.entries[name] = entry
-                spark_tables.ensure(ctx.spark, entry)
+                entries[name] = entry
+                spark_tables.ensure(spark, entry)
             elif spark_tables.is_defined(name):
-                spark_tables.forget(ctx.spark, name)
-
+                spark_tables.forget(spark, name)
+        return snapshot, entries
 
 def _abbreviated(text: str, width: int = 60) -> str:
     flat = " ".join(text.split())

@@ -178,3 +178,18 @@ def test_a_session_in_another_process_sees_commits_schema_changes_and_drops(
         assert answer.startswith("ERR AnalysisException") and "wire_proc" in answer, answer
     finally:
         worker.close()
+
+
+def test_table_handles_resolve_through_the_catalog_before_any_sql_names_them(
+    make_session: Callable[[], HudiSession], tmp_path: Path,
+) -> None:
+    a, b = make_session(), make_session()
+    location = copy_table("v6_trips_8i1u", tmp_path)
+    a.catalog.register_table(("default", "handle_only"), str(location))  # no SQL, no Spark
+    assert not b.spark.catalog.tableExists("handle_only")
+    handle = b.table("handle_only")
+    assert handle.path == str(location)
+    assert handle.read().count() == 8
+    assert b.spark.table("handle_only").count() == 8  # and Spark now knows it by name
+    with pytest.raises(TableNotFoundError):
+        b.table("no_such_table")
