@@ -11,15 +11,21 @@ value (Spark writes int 0) is "natural order": it removes what came before it an
 whatever follows. An expression block (``expressions.py``) is applied to the merged state at
 its position in the log, for the keys it touches.
 
-The merge is vectorised: only base rows whose key appears in a log are merged (found with
-a hash lookup); the winners come from one sort of those candidates by key and ordering.
+The merge streams (:func:`stream_file_slice`): the (small) log blocks are decoded and
+reduced first to one outcome per record key (the winning log record or delete, and whether
+a natural-order delete removes the base row); then the base file is read batch by batch and
+only rows whose key the logs touch (a hash lookup) are compared with their key's outcome.
+A batch no log touches passes through without a copy; merged batches are emitted as they
+are ready, and the log records no base row took (inserts) come last. As in Hudi's merged
+reader, a key's log outcome is merged into the first base row holding that key. Slices
+with expression blocks are merged whole (``expressions.py``).
 """
 
 from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,9 +53,12 @@ __all__ = [
     "merge_file_slice",
     "plan_log_blocks",
     "read_file_slice",
+    "stream_file_slice",
 ]
 
 RECORD_KEY_COLUMN = "_hoodie_record_key"
+#: Rows per base-file batch of a streamed merge.
+STREAM_BATCH_ROWS = 65536
 
 _DATA_BLOCKS = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.HFILE_DATA)
 _MERGED_BLOCKS = (*_DATA_BLOCKS, BlockType.DELETE)
@@ -174,6 +183,66 @@ def merge_file_slice(
     Returns:
         ``(table, report)``.
     """
+    chunks, report, out_schema = _open_slice(
+        storage, props, timeline, file_slice, as_of, columns, schema=schema, visible=visible,
+        reconcile=reconcile, use_threads=True,
+    )
+    tables = list(chunks)
+    if not tables:
+        return out_schema.empty_table(), report
+    return (tables[0] if len(tables) == 1 else pa.concat_tables(tables)), report
+
+
+def stream_file_slice(
+    storage: Storage,
+    props: TableProperties,
+    timeline: Timeline,
+    file_slice: FileSlice,
+    as_of: str | None = None,
+    columns: Sequence[str] | None = None,
+    *,
+    schema: pa.Schema | None = None,
+    visible: VisibleInstants | None = None,
+    reconcile: ReconcileMode | str = ReconcileMode.FULL,
+    batch_rows: int = STREAM_BATCH_ROWS,
+) -> tuple[Iterator[pa.Table], SliceReadReport]:
+    """The merged rows of ``file_slice`` as a stream of tables (see :func:`read_file_slice`).
+
+    The log blocks are read, judged and decoded at once (errors are raised by this call);
+    the base file is then read ``batch_rows`` rows at a time as the iterator is consumed,
+    each chunk holding the merged rows of one base batch (single-threaded, for executors).
+    The chunks together hold exactly the rows :func:`read_file_slice` returns.
+
+    Returns:
+        ``(chunks, report)``: an iterator of ``pyarrow.Table`` chunks in ``columns`` order
+        (empty chunks are skipped) and the report of the log blocks.
+
+    Raises:
+        HudiSqlError: a requested column is not in the schema.
+        UnsupportedFormatError: a non-parquet base file or an HFile data block.
+    """
+    chunks, report, _ = _open_slice(
+        storage, props, timeline, file_slice, as_of, columns, schema=schema, visible=visible,
+        reconcile=reconcile, use_threads=False, batch_rows=batch_rows,
+    )
+    return chunks, report
+
+
+def _open_slice(
+    storage: Storage,
+    props: TableProperties,
+    timeline: Timeline,
+    file_slice: FileSlice,
+    as_of: str | None,
+    columns: Sequence[str] | None,
+    *,
+    schema: pa.Schema | None,
+    visible: VisibleInstants | None,
+    reconcile: ReconcileMode | str,
+    use_threads: bool,
+    batch_rows: int = STREAM_BATCH_ROWS,
+) -> tuple[Iterator[pa.Table], SliceReadReport, pa.Schema]:
+    """Decode the slice's logs; returns the chunk iterator, the report and the out schema."""
     visible = visible if visible is not None else VisibleInstants(timeline, as_of)
     log_bytes: dict[str, bytes] = {}
     blocks: list[LogBlockInfo] = []
@@ -200,6 +269,7 @@ def merge_file_slice(
         ordered.append(decoded)
         merged.append(block)
     report.merged = merged
+    log_bytes.clear()  # decoded: the raw logs need not live as long as the stream
     data_tables = [item for item in ordered if isinstance(item, pa.Table)]
 
     base_schema = _base_schema(storage, file_slice)
@@ -212,13 +282,34 @@ def merge_file_slice(
             f"partition {file_slice.partition_path!r}); its columns are {target.names}"
         )
     merger = _Merger(props, target, out_columns)
-    base = _read_base(storage, file_slice, base_schema, merger.work_schema)
+    out_schema = pa.schema([target.field(c) for c in out_columns])
+    base = _iter_base(storage, file_slice, base_schema, merger.work_schema, use_threads,
+                      batch_rows)
     if not ordered:
-        return base.select(out_columns), report
-    if expressions:
-        rows = merge_in_log_order(merger.merge, base, ordered, expressions, merger.apply)
-        return rows.select(out_columns), report
-    return merger.merge(base, ordered).select(out_columns), report
+        chunks: Iterator[pa.Table] = base
+    elif expressions:
+        chunks = _whole(merger, base, ordered, expressions)
+    else:
+        chunks = merger.stream(base, merger.reduce_log(ordered))
+    return _select(chunks, out_columns), report, out_schema
+
+
+def _select(chunks: Iterator[pa.Table], out_columns: list[str]) -> Iterator[pa.Table]:
+    for chunk in chunks:
+        if chunk.num_rows:
+            yield chunk.select(out_columns)
+
+
+def _whole(
+    merger: _Merger,
+    base: Iterator[pa.Table],
+    ordered: list[pa.Table | _Deletes],
+    expressions: Mapping[int, Mapping[str, str]],
+) -> Iterator[pa.Table]:
+    """Expression blocks apply to the whole merged state: merge the slice in one piece."""
+    tables = list(base)
+    rows = pa.concat_tables(tables) if tables else merger.work_schema.empty_table()
+    yield merge_in_log_order(merger.merge, rows, ordered, expressions, merger.apply)
 
 
 # -- schemas ---------------------------------------------------------------------------
@@ -284,16 +375,24 @@ def _meta_first(schema: pa.Schema) -> pa.Schema:
     return pa.schema(meta + rest)
 
 
-def _read_base(
-    storage: Storage, file_slice: FileSlice, base_schema: pa.Schema | None, work: pa.Schema
-) -> pa.Table:
+def _iter_base(
+    storage: Storage,
+    file_slice: FileSlice,
+    base_schema: pa.Schema | None,
+    work: pa.Schema,
+    use_threads: bool,
+    batch_rows: int,
+) -> Iterator[pa.Table]:
+    """The base file's rows in ``work``'s columns, ``batch_rows`` at a time."""
     base = file_slice.base_file
     if base is None or base_schema is None:
-        return work.empty_table()
+        return
     wanted = [n for n in work.names if n in base_schema.names]
     with storage.open_input_file(base.path) as f:
-        table = pq.read_table(f, columns=wanted)
-    return conform_table(table, work)
+        parquet = pq.ParquetFile(f)
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=wanted,
+                                          use_threads=use_threads):
+            yield conform_table(pa.Table.from_batches([batch]), work)
 
 
 # -- merging ---------------------------------------------------------------------------
@@ -323,6 +422,46 @@ def _decode(data: bytes, block: LogBlockInfo) -> pa.Table | _Deletes | None:
         return None
 
 
+@dataclass
+class _LogItems:
+    """A slice's log records and deletes in log order, in the merger's work schema."""
+
+    records: pa.Table
+    #: Log position of each record (block by block, record by record within a block).
+    record_pos: np.ndarray
+    deleted_keys: pa.Array
+    del_ord: list[Any]
+    del_pos: np.ndarray
+
+
+@dataclass
+class _Ranking:
+    """Items (records then deletes) grouped by key, and each key's winning item."""
+
+    keys: pa.Array  # the distinct keys, one per group id
+    winner: np.ndarray  # winning item per group id
+    tier: np.ndarray | None  # per item: 0 natural-order delete, 1 no ordering value, 2 one
+    ordering: pa.Array | None  # per item: its ordering value
+    wiped: np.ndarray  # per group id: a natural-order delete removes every earlier item
+
+
+@dataclass
+class _LogOutcome:
+    """What the logs decide per distinct record key, before any base row is seen."""
+
+    records: pa.Table
+    keys: pa.Array
+    #: Per key: the winning log record's row in ``records``, -1 when a delete wins.
+    record: np.ndarray
+    #: Per key: a natural-order delete removes the base row whatever its ordering value.
+    wiped: np.ndarray
+    #: Per key: the winner's tier and ordering value (None without an ordering field).
+    tier: np.ndarray | None
+    ordering: pa.Array | None
+    #: Per key: a base row already took this key's outcome.
+    consumed: np.ndarray
+
+
 class _Merger:
     """Merges base rows with log records per record key (vectorised)."""
 
@@ -338,24 +477,21 @@ class _Merger:
         needed = set(out_columns) | {self.key, ordering}
         self.work_schema = pa.schema([f for f in target if f.name in needed])
 
-    def merge(self, base: pa.Table, blocks: list[pa.Table | _Deletes]) -> pa.Table:
-        """The base rows merged with the log blocks (in log order), one row per key.
-
-        Raises:
-            UnsupportedFormatError: the table has no record key column to merge by.
-        """
+    def _check_key(self) -> None:
         if not self.has_key:
             raise UnsupportedFormatError(
                 f"table {self.table_name} has no {RECORD_KEY_COLUMN} column to merge its "
                 "log files by: tables without meta fields (virtual keys) are not supported"
             )
+
+    def _log_items(self, blocks: list[pa.Table | _Deletes]) -> _LogItems:
         log_tables = [conform_table(b, self.work_schema) for b in blocks if isinstance(b, pa.Table)]
         log_data = pa.concat_tables(log_tables) if log_tables else self.work_schema.empty_table()
         # Positions in log order: block by block, and record by record within a block.
-        data_pos: list[np.ndarray] = []
+        data_pos: list[np.ndarray] = [np.zeros(0, np.int64)]
         del_keys: list[pa.Array] = []
         del_ord: list[Any] = []
-        del_pos: list[np.ndarray] = []
+        del_pos: list[np.ndarray] = [np.zeros(0, np.int64)]
         cursor = 0
         for block in blocks:
             n = block.num_rows if isinstance(block, pa.Table) else len(block.keys)
@@ -368,8 +504,22 @@ class _Merger:
                 del_ord.extend(block.ordering)
                 del_pos.append(positions)
         deleted_keys = pa.concat_arrays(del_keys) if del_keys else pa.array([], pa.string())
+        return _LogItems(log_data, np.concatenate(data_pos), deleted_keys, del_ord,
+                         np.concatenate(del_pos))
+
+    def merge(self, base: pa.Table, blocks: list[pa.Table | _Deletes]) -> pa.Table:
+        """The base rows merged with the log blocks (in log order), one row per key.
+
+        Used whole (for slices with expression blocks); :meth:`stream` is its streaming form.
+
+        Raises:
+            UnsupportedFormatError: the table has no record key column to merge by.
+        """
+        self._check_key()
+        log = self._log_items(blocks)
+        log_data = log.records
         log_keys = pa.concat_arrays(
-            [c.cast(pa.string()) for c in log_data.column(self.key).chunks] + [deleted_keys]
+            [c.cast(pa.string()) for c in log_data.column(self.key).chunks] + [log.deleted_keys]
         )
         # Only base rows a log touches take part in the merge; the rest pass through.
         touched = pc.is_in(base.column(self.key), value_set=pc.unique(log_keys))
@@ -381,9 +531,81 @@ class _Merger:
             untouched, candidates = base, log_data  # inserts only: the base passes as is
         n_base = candidates.num_rows - log_data.num_rows
         # Base rows come before every log record.
-        positions = np.concatenate([np.arange(-n_base, 0, dtype=np.int64), *data_pos])
-        winners = self._winners(candidates, positions, deleted_keys, del_ord, del_pos)
-        return pa.concat_tables([untouched, candidates.take(winners)])
+        positions = np.concatenate([np.arange(-n_base, 0, dtype=np.int64), log.record_pos])
+        ranking = self._rank(candidates, positions, log.deleted_keys, log.del_ord, log.del_pos)
+        winners = ranking.winner[ranking.winner < candidates.num_rows]
+        return pa.concat_tables([untouched, candidates.take(pa.array(np.sort(winners)))])
+
+    def reduce_log(self, blocks: list[pa.Table | _Deletes]) -> _LogOutcome:
+        """Each log key's outcome: its winning log record or delete (see the module notes).
+
+        Raises:
+            UnsupportedFormatError: the table has no record key column to merge by.
+        """
+        self._check_key()
+        log = self._log_items(blocks)
+        ranking = self._rank(log.records, log.record_pos, log.deleted_keys, log.del_ord,
+                             log.del_pos)
+        n_rows, winner = log.records.num_rows, ranking.winner
+        record = np.where(winner < n_rows, winner, -1)
+        tier = ranking.tier[winner] if ranking.tier is not None else None
+        ordering = ranking.ordering.take(pa.array(winner)) if ranking.ordering is not None else None
+        return _LogOutcome(log.records, ranking.keys, record, ranking.wiped, tier, ordering,
+                           np.zeros(len(ranking.keys), bool))
+
+    def stream(self, base: Iterator[pa.Table], outcome: _LogOutcome) -> Iterator[pa.Table]:
+        """Base batches merged with the logs' ``outcome``, then the log-only records."""
+        for batch in base:
+            yield self._resolve(batch, outcome)
+        left = np.flatnonzero(~outcome.consumed & (outcome.record >= 0))
+        if len(left):
+            yield outcome.records.take(pa.array(np.sort(outcome.record[left])))
+
+    def _resolve(self, batch: pa.Table, outcome: _LogOutcome) -> pa.Table:
+        """One base batch with the outcomes of the keys it holds applied."""
+        found = pc.index_in(batch.column(self.key), value_set=outcome.keys)
+        if found.null_count == len(found):
+            return batch  # no log touches this batch: it passes without a copy
+        index = np.asarray(pc.fill_null(found, -1)).astype(np.int64, copy=False)
+        rows = np.flatnonzero(index >= 0)
+        keys = index[rows]
+        fresh = ~outcome.consumed[keys]
+        rows, keys = rows[fresh], keys[fresh]
+        # A key's outcome merges into the first base row holding it; later ones pass.
+        keys, first = np.unique(keys, return_index=True)
+        rows = rows[first]
+        if not len(rows):
+            return batch
+        outcome.consumed[keys] = True
+        base_wins = self._base_wins(batch, rows, keys, outcome)
+        keep = np.ones(batch.num_rows, bool)
+        keep[rows[~base_wins]] = False
+        emit = outcome.record[keys[~base_wins]]
+        emit = np.sort(emit[emit >= 0])
+        kept = batch.filter(pa.array(keep))
+        if not len(emit):
+            return kept
+        return pa.concat_tables([kept, outcome.records.take(pa.array(emit))])
+
+    def _base_wins(
+        self, batch: pa.Table, rows: np.ndarray, keys: np.ndarray, outcome: _LogOutcome
+    ) -> np.ndarray:
+        """Per touched base row: does it beat its key's log winner?
+
+        The full ranking is (tier, ordering value, is delete, log position), greatest
+        first, and a base row precedes every log item: it wins only on a greater tier, or
+        on a greater ordering value within tier 2; a natural-order delete wipes it.
+        """
+        if self.ordering is None or outcome.tier is None or outcome.ordering is None:
+            return np.zeros(len(rows), bool)  # the latest item always wins
+        base_ord = batch.column(self.ordering).take(pa.array(rows))
+        base_tier = np.where(np.asarray(base_ord.is_valid()), 2, 1).astype(np.int8)
+        log_tier = outcome.tier[keys]
+        log_ord = outcome.ordering.take(pa.array(keys))
+        greater = np.asarray(pc.fill_null(pc.greater(base_ord, log_ord), False))
+        wins = (base_tier > log_tier) | ((base_tier == 2) & (log_tier == 2) & greater)
+        result: np.ndarray = wins & ~outcome.wiped[keys]
+        return result
 
     def apply(self, state: pa.Table, block: pa.Table | _Deletes, ops: Mapping[str, str]) -> (
         pa.Table
@@ -392,31 +614,35 @@ class _Merger:
         assert isinstance(block, pa.Table), "expression blocks are data blocks"
         return apply_expressions(state, conform_table(block, self.work_schema), ops, self.key)
 
-    def _winners(
+    def _rank(
         self,
         candidates: pa.Table,
         positions: np.ndarray,
         deleted_keys: pa.Array,
         del_ord: list[Any],
-        del_pos: list[np.ndarray],
-    ) -> pa.Array:
+        del_pos: np.ndarray,
+    ) -> _Ranking:
+        """Group the items (records, then deletes) by key and pick each key's winner."""
         n_rows, n_del = candidates.num_rows, len(deleted_keys)
         keys = pa.concat_arrays(
             [c.cast(pa.string()) for c in candidates.column(self.key).chunks] + [deleted_keys]
         )
         keys = pc.fill_null(keys, "")
-        gid = np.asarray(pc.dictionary_encode(keys).indices, dtype=np.int64)
-        pos = np.concatenate([positions, *del_pos]) if del_pos else positions
+        encoded = pc.dictionary_encode(keys)
+        gid = np.asarray(encoded.indices, dtype=np.int64)
+        n_groups = len(encoded.dictionary)
+        pos = np.concatenate([positions, del_pos])
         is_delete = np.concatenate([np.zeros(n_rows, np.int8), np.ones(n_del, np.int8)])
-        row = np.concatenate([np.arange(n_rows, dtype=np.int64), np.full(n_del, -1, np.int64)])
-        columns: dict[str, Any] = {"gid": gid, "pos": pos, "is_delete": is_delete, "row": row}
+        item = np.arange(n_rows + n_del, dtype=np.int64)
+        columns: dict[str, Any] = {"gid": gid, "pos": pos, "is_delete": is_delete, "item": item}
         sort_keys = [("gid", "ascending")]
+        tier: np.ndarray | None = None
+        ordering: pa.Array | None = None
         if self.ordering is not None:
             ord_type = self.work_schema.field(self.ordering).type
             record_ord = candidates.column(self.ordering).combine_chunks()
             delete_ord, natural = _delete_ordering(del_ord, ord_type)
             ordering = pa.concat_arrays([record_ord, delete_ord])
-            # tier: 0 a natural-order delete, 1 no ordering value, 2 an ordering value.
             tier = np.where(np.asarray(ordering.is_valid()), 2, 1).astype(np.int8)
             nat = np.concatenate([np.zeros(n_rows, bool), natural])
             tier[nat] = 0
@@ -426,17 +652,18 @@ class _Merger:
         else:
             nat = is_delete.astype(bool)
         # A natural-order delete wipes every earlier item of its key.
-        last_natural = np.full(int(gid.max()) + 1 if len(gid) else 0, np.iinfo(np.int64).min)
+        last_natural = np.full(n_groups, np.iinfo(np.int64).min)
         np.maximum.at(last_natural, gid[nat], pos[nat])
         keep = pos >= last_natural[gid]
         items = pa.table(columns).filter(pa.array(keep))
         order = pc.sort_indices(items, sort_keys=[*sort_keys, ("pos", "descending")])
         ranked_gid = np.asarray(items.column("gid").take(order))
-        ranked_row = np.asarray(items.column("row").take(order))
+        ranked_item = np.asarray(items.column("item").take(order))
         first = np.ones(len(ranked_gid), bool)
         first[1:] = ranked_gid[1:] != ranked_gid[:-1]
-        winners = ranked_row[first]
-        return pa.array(np.sort(winners[winners >= 0]))
+        # Sorted by group id and every group keeps an item: winner[g] is group g's.
+        wiped = last_natural > np.iinfo(np.int64).min
+        return _Ranking(encoded.dictionary, ranked_item[first], tier, ordering, wiped)
 
 
 def _delete_ordering(values: list[Any], ord_type: pa.DataType) -> tuple[pa.Array, np.ndarray]:
