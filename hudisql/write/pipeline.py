@@ -389,8 +389,9 @@ class SparkWriter:
                 tagged = tagged.where(F.col(_FILE_ID).isNotNull()
                                       | ~F.coalesce(F.col(IS_DELETED), F.lit(False)))
             tagged, new_groups = self._assign_new_groups(tagged, counts)
-        # At most one task per file group (groups without records make empty tasks).
-        groups = max(1, len(slices) + new_groups)
+        # Every file group in one task; no more tasks than groups or than twice the cores
+        # (a task writes its groups one after the other: per-task start-up is the cost).
+        groups = max(1, min(len(slices) + new_groups, 2 * self._parallelism()))
         fault = self.options.get(FAULT_AFTER_FILES)
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
                                expressions)
@@ -406,7 +407,8 @@ class SparkWriter:
         by_group = {(s.partition_path, s.file_id): s for s in slices}
         if not slices:
             return staged.withColumn(_FILE_ID, F.lit(None).cast("string")), by_group
-        ids = self.spark.range(len(slices), numPartitions=min(len(slices), 8))
+        ids = self.spark.range(len(slices),
+                               numPartitions=min(len(slices), self._parallelism()))
         existing = ids.mapInArrow(
             _read_keys(spec, slices, head.timestamp if head else None), _KEYS_SCHEMA)
         if with_partition:
@@ -414,6 +416,9 @@ class SparkWriter:
         else:
             tagged = staged.drop(PARTITION_PATH).join(existing, [RECORD_KEY], "inner")
         return tagged, by_group
+
+    def _parallelism(self) -> int:
+        return max(1, int(self.spark.sparkContext.defaultParallelism))
 
     def _assign_new_groups(self, tagged: DataFrame, counts: Mapping[str | None, int]
                            ) -> tuple[DataFrame, int]:
