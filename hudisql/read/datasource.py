@@ -207,8 +207,8 @@ def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | 
     """The rows of ``file_slice`` as of ``snapshot`` as batches of ``target``'s columns.
 
     A slice without log files needs no merge: its base file is streamed row group by row
-    group, reading only the columns ``target`` names. Otherwise the table core merges the
-    slice, also reading only those columns (plus the record key and ordering field).
+    group, reading only the columns ``target`` names. Otherwise the table core's streamed
+    merge reads the same way (plus the record key and ordering field), batch by batch.
 
     Raises:
         HudiSqlError: a column does not convert to the type Spark declares.
@@ -223,13 +223,17 @@ def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | 
                                               use_threads=False):
                 yield from conform(pa.Table.from_batches([batch]), target).to_batches()
         return
-    from hudisql.table.merge import read_file_slice
+    from hudisql.table.merge import stream_file_slice
 
     schema = table.schema_as_of(snapshot)
     columns = [name for name in target.names if name in schema.names]
-    rows = read_file_slice(table.storage, table.properties, table.timeline, file_slice,
-                           as_of=snapshot, columns=columns, schema=schema)
-    yield from conform(rows, target).to_batches(max_chunksize=BATCH_ROWS)
+    # The logs are decoded up front; the base file then streams batch by batch, so the
+    # first merged rows reach Spark before the slice is read to its end.
+    chunks, _ = stream_file_slice(table.storage, table.properties, table.timeline, file_slice,
+                                  as_of=snapshot, columns=columns, schema=schema,
+                                  batch_rows=BATCH_ROWS)
+    for chunk in chunks:
+        yield from conform(chunk, target).to_batches(max_chunksize=BATCH_ROWS)
 
 
 class HudiDataSource(DataSource):
