@@ -383,12 +383,16 @@ def _iter_base(
     use_threads: bool,
     batch_rows: int,
 ) -> Iterator[pa.Table]:
-    """The base file's rows in ``work``'s columns, ``batch_rows`` at a time."""
+    """The base file's rows in ``work``'s columns, ``batch_rows`` at a time (single-threaded),
+    or all at once with ``use_threads``."""
     base = file_slice.base_file
     if base is None or base_schema is None:
         return
     wanted = [n for n in work.names if n in base_schema.names]
     with storage.open_input_file(base.path) as f:
+        if use_threads:  # a whole-slice read: one multi-threaded read is fastest
+            yield conform_table(pq.read_table(f, columns=wanted), work)
+            return
         parquet = pq.ParquetFile(f)
         for batch in parquet.iter_batches(batch_size=batch_rows, columns=wanted,
                                           use_threads=use_threads):
