@@ -65,6 +65,7 @@ from hudisql.write.commit import (
     Transaction,
 )
 from hudisql.write.schema_evolution import evolve_on_write
+from hudisql.write.staging import check_partition_paths, stage_in_jvm
 
 #: Operations and their ``operationType`` in commit metadata.
 OPERATIONS = {"insert": "INSERT", "bulk_insert": "BULK_INSERT", "upsert": "UPSERT",
@@ -330,46 +331,80 @@ class SparkWriter:
             spec = dataclasses.replace(spec, schema_text=avro_text(evolved),
                                        arrow_schema=avro_to_arrow(evolved))
         _check_columns(df, spec, op)
-        _check_keys(df, spec)
         if expressions is not None and (op != "upsert" or not spec.is_mor):
             raise WriteError(f"table {spec.name}: expression writes are upserts to "
                              f"merge-on-read tables; this is {op} to a "
                              f"{'merge-on-read' if spec.is_mor else 'copy-on-write'} table")
-        txn = Transaction(table, self.options, OPERATIONS[op], overwrite=OVERWRITES.get(op))
-        if self.on_step is not None:
-            txn.on_step = self.on_step
-        instant = txn.start()
+        # Staging and its checks run before the instant opens: a refusal leaves no trace.
+        staged, counts, persisted = self._stage(df, op, spec)
         try:
-            stats = self._run(df, op, spec, txn.table, instant, expressions)
-            done = txn.commit(stats, spec.schema_text)
-        except BaseException:
-            txn.abort()
-            raise
+            txn = Transaction(table, self.options, OPERATIONS[op], overwrite=OVERWRITES.get(op))
+            if self.on_step is not None:
+                txn.on_step = self.on_step
+            instant = txn.start()
+            try:
+                stats = self._tag_and_write(staged, counts, op, spec, txn.table, instant,
+                                            expressions)
+                done = txn.commit(stats, spec.schema_text)
+            except BaseException:
+                txn.abort()
+                raise
+        finally:
+            if persisted is not None:
+                persisted.unpersist()
         return WriteResult(done.timestamp, done.action, stats)
 
-    def _run(self, df: DataFrame, op: str, spec: _TableSpec, table: HudiTable,
-             instant: str, expressions: Mapping[str, str] | None = None) -> list[WriteStat]:
+    def _stage(self, df: DataFrame, op: str, spec: _TableSpec
+               ) -> tuple[DataFrame, dict[str | None, int], DataFrame | None]:
+        """Key every record; one job counts records per partition and checks keys.
+
+        Returns the staged frame, the record count of every partition path it touches (the
+        partitions to look keys up in, an upper bound of their inserts) and the persisted
+        frame to release after the write (Arrow staging: computed once for both jobs).
+
+        Raises:
+            WriteError: a null or empty record key, a partition value with ``/``.
+        """
         with_partition = op != "delete" or all(p in df.columns for p in spec.partition_fields)
-        staged_schema = StructType([*df.schema.fields, StructField(RECORD_KEY, StringType()),
-                                    StructField(PARTITION_PATH, StringType())])
-        staged = df.mapInArrow(_stage_batches(spec, with_partition), staged_schema)
-        marked = IS_DELETED in df.columns and op != "delete"
-        if marked and op != "upsert":  # only an upsert deletes; elsewhere a marked row is void
+        # Keys and partition paths as Spark expressions when exact; else staged with Arrow.
+        staged = stage_in_jvm(df, spec.key_fields, spec.partition_fields, spec.hive_style,
+                              spec.labelled, with_partition)
+        in_jvm = staged is not None
+        persisted = None
+        if staged is None:
+            _check_keys(df, spec)  # the Arrow staging fails on a bad key: check first
+            staged_schema = StructType([*df.schema.fields,
+                                        StructField(RECORD_KEY, StringType()),
+                                        StructField(PARTITION_PATH, StringType())])
+            staged = persisted = df.mapInArrow(
+                _stage_batches(spec, with_partition), staged_schema).persist(
+                    StorageLevel.MEMORY_AND_DISK)
+        if IS_DELETED in df.columns and op not in ("upsert", "delete"):
+            # Only an upsert deletes; elsewhere a marked row is void.
             staged = staged.where(~F.coalesce(F.col(IS_DELETED), F.lit(False)))
-        # One job stages every record once (kept for the write job) and counts records per
-        # partition: the touched partitions and an upper bound of their inserts.
-        staged = staged.persist(StorageLevel.MEMORY_AND_DISK)
+        bad = F.lit(False)
+        for key in spec.key_fields:
+            bad = bad | F.col(f"`{key}`").isNull() | (F.col(f"`{key}`").cast("string") == "")
         try:
-            counts = {r[0]: r[1] for r in staged.groupBy(PARTITION_PATH).count().collect()}
-            return self._tag_and_write(staged, counts, op, spec, table, instant, with_partition,
-                                       marked, expressions)
-        finally:
-            staged.unpersist()
+            rows = staged.groupBy(PARTITION_PATH).agg(
+                F.count(F.lit(1)).alias("n"), F.sum(bad.cast("long")).alias("bad")).collect()
+            if any(r["bad"] for r in rows):
+                _check_keys(df, spec)  # raises, naming a bad record
+            counts = {r[PARTITION_PATH]: int(r["n"]) for r in rows}
+            if in_jvm and with_partition:
+                check_partition_paths(counts, spec.partition_fields, spec.name)
+        except BaseException:
+            if persisted is not None:
+                persisted.unpersist()
+            raise
+        return staged, counts, persisted
 
     def _tag_and_write(self, staged: DataFrame, counts: Mapping[str | None, int], op: str,
-                       spec: _TableSpec, table: HudiTable, instant: str, with_partition: bool,
-                       marked: bool, expressions: Mapping[str, str] | None
-                       ) -> list[WriteStat]:
+                       spec: _TableSpec, table: HudiTable, instant: str,
+                       expressions: Mapping[str, str] | None) -> list[WriteStat]:
+        with_partition = op != "delete" or all(
+            p in staged.columns for p in spec.partition_fields)
+        marked = IS_DELETED in staged.columns and op != "delete"
         if op == "bulk_insert" or op in OVERWRITES:
             tagged = staged.withColumn(_FILE_ID, F.lit(None).cast("string"))
             slices: dict[tuple[str, str], FileSlice] = {}
