@@ -85,6 +85,8 @@ DEFAULT_MAX_RECORDS_PER_FILE = 500_000
 FAULT_AFTER_FILES = "hudisql.write.fault.first.attempt.after.files"
 
 _FILE_ID = "_hudisql_file_id"
+#: Whether base files carry the ``_hoodie_*`` meta columns (Hudi's default: true).
+META_FIELDS = "hoodie.populate.meta.fields"
 _STATS_SCHEMA = StructType([StructField("stat", StringType()), StructField("attempt", LongType())])
 _KEYS_SCHEMA = StructType([StructField(PARTITION_PATH, StringType()),
                            StructField(RECORD_KEY, StringType()),
@@ -442,15 +444,48 @@ class SparkWriter:
         by_group = {(s.partition_path, s.file_id): s for s in slices}
         if not slices:
             return staged.withColumn(_FILE_ID, F.lit(None).cast("string")), by_group
-        ids = self.spark.range(len(slices),
-                               numPartitions=min(len(slices), self._parallelism()))
-        existing = ids.mapInArrow(
-            _read_keys(spec, slices, head.timestamp if head else None), _KEYS_SCHEMA)
+        existing = self._existing_keys(spec, table, slices, head.timestamp if head else None)
         if with_partition:
             tagged = staged.join(existing, [PARTITION_PATH, RECORD_KEY], "left")
         else:
             tagged = staged.drop(PARTITION_PATH).join(existing, [RECORD_KEY], "inner")
         return tagged, by_group
+
+    def _existing_keys(self, spec: _TableSpec, table: HudiTable, slices: list[FileSlice],
+                       head: str | None) -> DataFrame:
+        """(partition, key, file id) of every record stored in ``slices`` (Hudi's simple index).
+
+        A slice that is only a base file holds exactly its base file's keys: Spark's own
+        parquet reader reads them (no Python). Slices with log files are read merged by the
+        core on executors (their logs may add or delete keys).
+        """
+        populated = table.properties.get(META_FIELDS, "true").lower() == "true"
+        plain = [s for s in slices if populated and s.base_file is not None and not s.log_files]
+        merged = [s for s in slices if s not in plain]
+        parts: list[DataFrame] = []
+        if plain:
+            # Base file name -> (partition, file id), looked up per row in the JVM.
+            where: dict[str, tuple[str, str]] = {}
+            paths = []
+            for s in plain:
+                assert s.base_file is not None
+                where[s.base_file.name] = (s.partition_path, s.file_id)
+                paths.append(table.storage.full_path(s.base_file.path))
+            group = F.create_map(*[v for name, (part, fid) in where.items()
+                                   for v in (F.lit(name), F.array(F.lit(part), F.lit(fid)))]
+                                 )[F.col("_metadata.file_name")]
+            parts.append(self.spark.read.parquet(*paths).select(
+                group[0].alias(PARTITION_PATH),
+                F.col(RECORD_KEY).cast("string").alias(RECORD_KEY),
+                group[1].alias(_FILE_ID)))
+        if merged:
+            ids = self.spark.range(len(merged),
+                                   numPartitions=min(len(merged), self._parallelism()))
+            parts.append(ids.mapInArrow(_read_keys(spec, merged, head), _KEYS_SCHEMA))
+        existing = parts[0]
+        for part in parts[1:]:
+            existing = existing.unionByName(part)
+        return existing
 
     def _parallelism(self) -> int:
         return max(1, int(self.spark.sparkContext.defaultParallelism))
