@@ -474,7 +474,9 @@ class SparkWriter:
             group = F.create_map(*[v for name, (part, fid) in where.items()
                                    for v in (F.lit(name), F.array(F.lit(part), F.lit(fid)))]
                                  )[F.col("_metadata.file_name")]
-            parts.append(self.spark.read.parquet(*paths).select(
+            # The schema is given: Spark need not open a file to infer it (a job less).
+            reader = self.spark.read.schema(StructType([StructField(RECORD_KEY, StringType())]))
+            parts.append(reader.parquet(*paths).select(
                 group[0].alias(PARTITION_PATH),
                 F.col(RECORD_KEY).cast("string").alias(RECORD_KEY),
                 group[1].alias(_FILE_ID)))
