@@ -1,16 +1,21 @@
 """Writes as Spark jobs: stage keys, tag records with file groups, write slices on executors.
 
-The driver plans and commits; executors do everything per record:
+The driver plans and commits; executors do everything per record, in two Spark jobs:
 
-1. *stage* (``mapInArrow``): each record gets its record key and partition path, formed by
-   the table core's key generator code;
-2. *existing keys* (``mapInArrow`` over the latest file slices of the touched partitions):
-   the stored keys with their file ids (Hudi's simple index);
+1. *stage*: each record gets its record key and partition path, as Spark expressions
+   (:mod:`hudisql.write.staging`: string, integer, boolean and date fields, whose Spark
+   text is the core's) or else with the table core's key generator code (``mapInArrow``,
+   persisted for the second job). One job counts records per partition path and null or
+   empty keys: the touched partitions, an upper bound of their inserts, and refusals
+   before any instant exists;
+2. *existing keys* (Hudi's simple index) of the latest slices of the touched partitions:
+   base-file-only slices through Spark's parquet reader, slices with logs merged by the
+   core on executors (``mapInArrow``);
 3. *tag*: a Spark join of the two; records without a file group go to new file groups
-   (per partition, ``ceil(inserts / max records per file)`` of them, by key hash);
-4. *write* (``repartition`` by file group, then ``mapInArrow``): each task sorts its rows by
-   file group and writes each contiguous run as one file slice with the core's per-slice
-   functions, returning their write stats.
+   (per partition, ``ceil(records / max records per file)`` ids, by key hash);
+4. *write* (``repartition`` by file group into at most twice the cores, then
+   ``mapInArrow``): each task sorts its rows by file group and writes each contiguous run
+   as one file slice with the core's per-slice functions, returning their write stats.
 
 An upsert whose DataFrame has Hudi's boolean ``_hoodie_is_deleted`` column treats rows
 marked ``true`` as deletes of their keys (merge-on-read: a delete block in the same log
