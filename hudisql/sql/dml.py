@@ -7,8 +7,10 @@ upserts and deletes makes two). A managed table's commit is bracketed by a catal
 id, so other sessions' caches see it. A write that fails is rolled back by the pipeline
 before the error is raised, so the table reads as it did before the statement.
 
-``INSERT OVERWRITE`` needs a replacecommit writer, which the table core does not have:
-it is refused with a clear error.
+``INSERT OVERWRITE`` is a replacecommit, as Spark means it: with a ``PARTITION`` clause,
+or under ``spark.sql.sources.partitionOverwriteMode=dynamic``, the partitions the rows go
+to are replaced; otherwise the whole table. A MERGE's updates, inserts and deletes are one
+upsert commit (deleted rows flagged ``_hoodie_is_deleted``), so it is atomic.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from hudisql.sql.dml_expressions import (
 from hudisql.sql.frames import affected_frame
 from hudisql.sql.spark_tables import quote_identifier, spark_name
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
+from hudisql.write.pipeline import IS_DELETED
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -75,8 +78,8 @@ def write_frame(ctx: StatementContext, entry: TableEntry, frame: DataFrame, oper
 
     rows = frame.localCheckpoint(eager=True)
     count = rows.count()
-    if count == 0:
-        return 0
+    if count == 0 and not operation.startswith("insert_overwrite"):
+        return 0  # an overwrite with no rows still empties what it overwrites
     writer = SparkWriter(ctx.spark, entry.location, dict(ctx.session.options),
                          on_step=ctx.router.on_write_step)
     tx = ctx.catalog.write_transaction(entry.name) if entry.managed else contextlib.nullcontext()
@@ -105,15 +108,10 @@ def insert(ctx: StatementContext, command: c.Insert) -> DataFrame:
     """INSERT INTO t [PARTITION (...)] [(cols) | BY NAME] <query>: upsert by default.
 
     Raises:
-        WriteError: INSERT OVERWRITE or IF NOT EXISTS (not supported), a column list that
+        WriteError: IF NOT EXISTS (not supported), a column list that
             names unknown columns, or a query with the wrong number of columns.
     """
     entry = ctx.require(command.table, "INSERT")
-    if command.overwrite:
-        raise WriteError(
-            f"INSERT OVERWRITE on hudi table {entry.name} is not supported yet (it needs a "
-            "replacecommit); DELETE the rows, then INSERT INTO"
-        )
     table = _open(entry)
     columns = data_columns(table)
     types = dict(columns)
@@ -150,8 +148,20 @@ def insert(ctx: StatementContext, command: c.Insert) -> DataFrame:
             select.append(_cast(quote_identifier(by_target[name]), kind, name))
         else:
             select.append(_cast("NULL", kind, name))
-    count = write_frame(ctx, entry, source.selectExpr(*select), _operation(ctx, entry))
+    operation = (_overwrite_operation(ctx, table, bool(static)) if command.overwrite
+                 else _operation(ctx, entry))
+    count = write_frame(ctx, entry, source.selectExpr(*select), operation)
     return affected_frame(ctx.spark, count)
+
+
+def _overwrite_operation(ctx: StatementContext, table: HudiTable, static_partition: bool) -> str:
+    """The pipeline operation of INSERT OVERWRITE: replace the partitions written (a PARTITION
+    clause, or Spark's dynamic partition overwrite mode) or the whole table."""
+    if table.properties.partition_fields:
+        mode = ctx.spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static") or ""
+        if static_partition or mode.strip().lower() == "dynamic":
+            return "insert_overwrite"
+    return "insert_overwrite_table"
 
 
 def _assigned(entry: TableEntry, table: HudiTable, assignments: tuple[c.Assignment, ...],
@@ -266,8 +276,8 @@ _CLAUSE = "__hudisql_clause"
 
 def merge(ctx: StatementContext, command: c.Merge) -> DataFrame:
     """MERGE INTO t USING s ON ... WHEN [NOT] MATCHED ...: Spark joins and picks each source
-    row's clause (the first whose condition holds); updates and inserts are one upsert, deletes
-    one delete commit.
+    row's clause (the first whose condition holds); updates, inserts and deletes are one
+    upsert commit (deleted rows flagged ``_hoodie_is_deleted``).
 
     Raises:
         WriteError: ``WHEN NOT MATCHED BY SOURCE`` (not supported), an unknown column.
@@ -309,16 +319,12 @@ def merge(ctx: StatementContext, command: c.Merge) -> DataFrame:
         f"(SELECT *, true AS {_MATCHED} FROM {spark_name(entry.name)}) AS {target} "
         f"ON {command.on}"
     )
-    # Computed once: both writes take their rows from the join as it was before either.
-    rows = ctx.spark.sql(query).localCheckpoint(eager=True)
-    upserts = [i for i, cl in enumerate(command.clauses) if cl.action != "delete"]
     deletes = [i for i, cl in enumerate(command.clauses) if cl.action == "delete"]
     taken = F.col(_CLAUSE)
-    count = write_frame(ctx, entry, rows.where(taken.isin(upserts)).drop(_CLAUSE), "upsert")
-    if deletes:
-        keys = rows.where(taken.isin(deletes)).select(*_key_columns(table))
-        count += write_frame(ctx, entry, keys, "delete")
-    return affected_frame(ctx.spark, count)
+    # One commit: rows of delete clauses carry the target's values and Hudi's delete flag.
+    rows = (ctx.spark.sql(query).where(taken >= 0)
+            .withColumn(IS_DELETED, taken.isin(deletes)).drop(_CLAUSE))
+    return affected_frame(ctx.spark, write_frame(ctx, entry, rows, "upsert"))
 
 
 def _clause_value(entry: TableEntry, table: HudiTable, clause: c.MergeClause, name: str,
