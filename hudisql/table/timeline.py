@@ -435,6 +435,32 @@ class Timeline:
             )
         return self._create(instant.with_state(State.COMPLETED), content)
 
+    def delete_rolled_back(self, instant: Instant) -> None:
+        """Delete every state file of a completed instant that a completed rollback voided.
+
+        The completed file goes first: readers already ignore the instant (a completed
+        rollback names it), and a crash in between leaves files a re-run removes.
+
+        Raises:
+            InvalidInstantTransitionError: no completed rollback names the instant.
+        """
+        self._require_writable()
+        ts, action = instant.timestamp, instant.action
+        if ts not in self.rolled_back_instants():
+            raise InvalidInstantTransitionError(
+                f"{ts}.{action} on table {self.storage.base_uri} is not rolled back by a "
+                "completed rollback: roll it back first"
+            )
+        for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
+            name = instant_file_name(ts, action, state)
+            self.storage.delete(self._path(name))
+            with self._lock:
+                files = self._files.get(ts, {})
+                files.pop(name, None)
+                if not files:
+                    self._files.pop(ts, None)
+                self._instants = None
+
     def delete_pending(self, instant: Instant, keep_requested: bool = False) -> None:
         """Delete a pending instant's inflight and (unless ``keep_requested``) requested file.
 

@@ -1,16 +1,22 @@
-"""Rolling back a failed (pending) write instant, the way Hudi does.
+"""Rolling back a write instant, the way Hudi does: a failed (pending) one, or the latest
+completed one (``CALL rollback_to_instant``).
+
+The writes rolled back are commits, deltacommits and insert-overwrite replacecommits (a
+pending replacecommit that is a clustering plan belongs to its table service). A completed
+write is rolled back only when no later completed write builds on it.
 
 A rollback is an instant of its own: ``<ts>.rollback.requested`` holds the plan (Avro
 ``HoodieRollbackPlan``: the files to delete, the log files whose blocks to void), then
 ``<ts>.rollback.inflight``, then the work, then ``<ts>.rollback`` with the Avro
 ``HoodieRollbackMetadata``. Only after that are the failed instant's own requested and
-inflight files removed from the timeline, so a crash at any point leaves a state the next
-``rollback`` of the same instant finishes (the pending rollback's plan is re-executed).
+inflight files (and, for a completed write, its completed file) removed from the timeline,
+so a crash at any point leaves a state the next ``rollback`` of the same instant finishes
+(the pending rollback's plan is re-executed).
 
-The failed instant's files are found from its markers (``.hoodie/.temp/<instant>/``), from
-the partitions and file groups its inflight plan names, and by their names: base files
-carry the instant; log files are scanned header-only. A log file holding only the failed
-instant's blocks is deleted; one that also holds other instants' blocks (written by an
+The instant's files are found from its markers (``.hoodie/.temp/<instant>/``), from the
+partitions and file groups its inflight plan or commit metadata names, and by their names:
+base files carry the instant; log files are scanned header-only. A log file holding only
+the instant's blocks is deleted; one that also holds other instants' blocks (written by an
 appending writer) gets a rollback command block in a new log file instead.
 """
 
@@ -41,12 +47,16 @@ from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
 from hudisql.table.write_files import MARKER_DIR
 
-__all__ = ["StepHook", "rollback_instant"]
+__all__ = ["OVERWRITE_OPERATIONS", "StepHook", "is_overwrite_write", "rollback_instant"]
 
 #: Called with (event, detail) at each step of a write or rollback; tests inject failures.
 StepHook = Callable[[str, str], None]
 
 _ROLLBACK_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT)
+#: Completed writes a later write may build on (so only the latest is rolled back).
+_WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
+#: ``operationType`` of the writes that complete as a replacecommit.
+OVERWRITE_OPERATIONS = frozenset({"INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE"})
 _MARKER = ".marker."
 
 
@@ -63,14 +73,34 @@ class _Found:
     void: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
 
 
-def rollback_instant(table: HudiTable, instant_time: str, on_step: StepHook | None = None) -> str:
-    """Roll back the pending write ``instant_time`` of ``table``; returns the rollback's time.
+def is_overwrite_write(timeline: Timeline, instant: Instant) -> bool:
+    """True when the replacecommit ``instant`` is an insert overwrite (not a clustering plan).
 
-    Re-running it after a crash finishes the same rollback; running it for an instant
-    already rolled back returns that rollback's time and changes nothing.
+    A writer's replacecommit is requested empty and goes inflight (and completes) with
+    commit metadata naming an overwrite operation; a clustering plan is an Avro document.
+    """
+    if instant.action != Action.REPLACECOMMIT:
+        return False
+    try:
+        content = timeline.read_content(instant)
+        if not content.strip():
+            return not instant.is_completed
+        return timeline.commit_metadata(instant).operation_type in OVERWRITE_OPERATIONS
+    except CorruptTableError:
+        return False
+
+
+def rollback_instant(table: HudiTable, instant_time: str, on_step: StepHook | None = None) -> str:
+    """Roll back the write ``instant_time`` of ``table``; returns the rollback's time.
+
+    A pending write is rolled back whatever came after it; a completed one only when it is
+    the latest completed write (its data files removed, and the instant voided). Re-running
+    it after a crash finishes the same rollback; running it for an instant already rolled
+    back returns that rollback's time and changes nothing.
 
     Raises:
-        WriteError: no such instant, or it is completed, or not a commit/deltacommit.
+        WriteError: no such instant; not a commit, deltacommit or insert overwrite; or a
+            completed write that later completed writes build on (names the latest).
     """
     step = on_step or _no_step
     timeline = table.timeline
@@ -81,19 +111,17 @@ def rollback_instant(table: HudiTable, instant_time: str, on_step: StepHook | No
         if done is not None:
             return done.timestamp
         raise WriteError(
-            f"no instant {instant_time} on the timeline of {where}; list the pending instants "
-            "with Timeline.pending() and roll back one of those"
+            f"no instant {instant_time} on the timeline of {where}; SHOW TIMELINE lists the "
+            "instants that can be rolled back"
         )
-    if target.is_completed:
+    if target.action not in _ROLLBACK_ACTIONS and not is_overwrite_write(timeline, target):
         raise WriteError(
-            f"instant {instant_time} ({target.action}) of {where} is completed: only failed, "
-            "pending writes are rolled back; undo completed commits with a new write"
+            f"instant {instant_time} of {where} is a {target.action}: only commits, "
+            "deltacommits and insert overwrites are rolled back here; use the table service "
+            "that owns it"
         )
-    if target.action not in _ROLLBACK_ACTIONS:
-        raise WriteError(
-            f"instant {instant_time} of {where} is a pending {target.action}: only commits and "
-            "deltacommits are rolled back here; use the table service that owns it"
-        )
+    if target.is_completed and done is None:
+        _require_latest(timeline, target, where)
     if done is None:
         if pending is None:
             plan = _plan(table, target)
@@ -109,10 +137,26 @@ def rollback_instant(table: HudiTable, instant_time: str, on_step: StepHook | No
         metadata.time_taken_in_millis = int((time.monotonic() - started) * 1000)
         done = timeline.complete(pending, metadata.to_avro())
         step("rollback_completed", done.timestamp)
-    timeline.delete_pending(target)
+    if target.is_completed:
+        timeline.reload().delete_rolled_back(target)
+    else:
+        timeline.delete_pending(target)
     table.storage.delete_dir(f"{MARKER_DIR}/{instant_time}")
     step("pending_removed", instant_time)
     return done.timestamp
+
+
+def _require_latest(timeline: Timeline, target: Instant, where: str) -> None:
+    """Refuse to roll back a completed write that later completed writes build on."""
+    voided = timeline.rolled_back_instants()
+    later = [i.timestamp for i in timeline.completed(_WRITE_ACTIONS)
+             if i.timestamp > target.timestamp and i.timestamp not in voided]
+    if later:
+        raise WriteError(
+            f"instant {target.timestamp} of {where} is completed and {len(later)} later "
+            f"completed write(s) build on it (the latest is {later[-1]}): roll those back "
+            "first, newest first"
+        )
 
 
 def _rollbacks_of(timeline: Timeline, instant_time: str) -> tuple[Instant | None, Instant | None]:

@@ -31,9 +31,9 @@ from hudisql.table.reconcile import record_committed_log_files
 from hudisql.table.spurious_files import remove_spurious_log_files
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import MARKER_DIR
+from hudisql.table.write_rollback import is_overwrite_write, rollback_instant
 from hudisql.write.heartbeat import Heartbeat, heartbeat_settings, is_abandoned
 from hudisql.write.lock import LockProvider, lock_provider_for, lock_timeout
-from hudisql.write.replace_rollback import is_overwrite_write, rollback_write
 from hudisql.write.schema_conflict import TableSchema, resolve_commit_schema
 
 #: ``hoodie.write.concurrency.mode``: ``optimistic_concurrency_control`` checks conflicts.
@@ -109,7 +109,7 @@ class Transaction:
                         table.timeline, pending):
                     continue  # a clustering plan: the table service's, not a failed write
                 if is_abandoned(table.storage, pending.timestamp, interval, misses):
-                    rollback_write(table.reload(), pending.timestamp)
+                    rollback_instant(table.reload(), pending.timestamp)
             self.table = table.reload()
             timeline = self.table.timeline
             self.started_with = frozenset(i.timestamp for i in timeline.completed())
@@ -196,7 +196,7 @@ class Transaction:
             return None
         try:
             with self._locked():
-                return rollback_write(self.table.reload(), self.instant_time)
+                return rollback_instant(self.table.reload(), self.instant_time)
         finally:
             self._finish()
 

@@ -157,3 +157,9 @@ def test_insert_overwrite_replaces_as_spark_means_and_merge_is_one_commit(
     session.sql(f"INSERT OVERWRITE {name} SELECT id, name, ts, part FROM {name} WHERE false")
     assert data(path) == []
     assert set(_commits(path)[-2:]) == {"replacecommit"}
+    # Rolling back the latest overwrite (a completed replacecommit) brings its rows back.
+    latest = HudiTable.open(str(path)).timeline.last_completed()
+    assert latest is not None and latest.action == "replacecommit"
+    session.sql(f"CALL rollback_to_instant(table => '{name}', "
+                f"instant_time => '{latest.timestamp}')").collect()
+    assert data(path) == [(8, "z", 3, "q")]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from hudisql.errors import SqlParseError, WriteError
+from hudisql.errors import SqlParseError
 from hudisql.session import HudiSession
 from hudisql.sql.timeline import TIMELINE_COLUMNS, timeline_rows
 from hudisql.table import HudiTable
@@ -126,9 +126,6 @@ def test_show_timeline_show_commits_and_rollback_to_instant(
     commits = session.sql("CALL show_commits(table => 'tl_written')").collect()
     assert [(r.operation, r.total_records_written) for r in commits] == [("INSERT", 1)]
 
-    with pytest.raises(WriteError, match="is completed"):
-        session.sql(f"CALL rollback_to_instant(table => 'tl_written', "
-                    f"instant_time => '{commits[0].commit_time}')")
     result = session.sql(
         f"CALL rollback_to_instant(table => 'tl_written', instant_time => '{pending}')").collect()
     assert result[0].rollback_result is True
@@ -137,6 +134,12 @@ def test_show_timeline_show_commits_and_rollback_to_instant(
                                                     ("commit", "COMPLETED")]
     assert after[0].rollback_info == f"rolls back {pending}"
     assert [tuple(r) for r in session.sql("SELECT id, v FROM tl_written").collect()] == [(1, "a")]
+    # The latest completed commit rolls back too, as Hudi's procedure does: its rows go.
+    session.sql(f"CALL rollback_to_instant(table => 'tl_written', "
+                f"instant_time => '{commits[0].commit_time}')").collect()
+    assert [(r.action, r.state) for r in session.sql("SHOW TIMELINE tl_written").collect()] == [
+        ("rollback", "COMPLETED"), ("rollback", "COMPLETED")]
+    assert session.sql("SELECT id, v FROM tl_written").count() == 0
 
 
 @pytest.mark.spark

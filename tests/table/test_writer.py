@@ -657,13 +657,15 @@ def test_rollback_voids_blocks_in_a_log_file_shared_with_other_instants(
 
 @pytest.mark.parametrize(
     ("target", "message"),
-    [("20000101000000000", "no instant 20000101000000000"), ("first", "is completed")],
+    [("20000101000000000", "no instant 20000101000000000"),
+     ("first", "later completed write\\(s\\) build on it")],
 )
-def test_rollback_refuses_unknown_and_completed_instants(
+def test_rollback_refuses_unknown_instants_and_completed_ones_later_writes_build_on(
     tmp_path: Path, target: str, message: str
 ) -> None:
     client = make(tmp_path)
     result = client.insert(rows(("a", 1, "x", "sf")))
+    client.upsert(rows(("a", 2, "y", "sf")))
     instant = result.instant_time if target == "first" else target
     before = files_of(tmp_path / "t")
     with pytest.raises(WriteError, match=message):
