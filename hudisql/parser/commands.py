@@ -231,3 +231,12 @@ class RollbackToInstant(Command):
 
     table: TableName
     instant_time: str
+
+
+@dataclass(frozen=True)
+class ShowLogBlocks(Command):
+    """``CALL show_log_blocks(table => 't' [, file_id => '...'])``: every log block of the
+    latest file slices with its verdict (valid, spurious, rolled back, corrupt, ...)."""
+
+    table: TableName
+    file_id: str | None = None

@@ -18,6 +18,7 @@ from hudisql.parser.commands import (
     Command,
     RollbackToInstant,
     ShowCommits,
+    ShowLogBlocks,
     ShowTimeline,
     TableName,
 )
@@ -126,6 +127,11 @@ def _build_rollback(p: HudiParser, args: dict[str, Argument], at: Token) -> Comm
     return RollbackToInstant(_table(p, args["table"]), text)
 
 
+def _build_show_log_blocks(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
+    file_id = args["file_id"].value
+    return ShowLogBlocks(_table(p, args["table"]), None if file_id is None else str(file_id))
+
+
 PROCEDURES: dict[str, Procedure] = {
     proc.name: proc
     for proc in (
@@ -138,6 +144,11 @@ PROCEDURES: dict[str, Procedure] = {
             "show_commits",
             (Parameter("table", str, required=True), Parameter("limit", int, default=10)),
             _build_show_commits,
+        ),
+        Procedure(
+            "show_log_blocks",
+            (Parameter("table", str, required=True), Parameter("file_id", str)),
+            _build_show_log_blocks,
         ),
         Procedure(
             "rollback_to_instant",

@@ -23,7 +23,9 @@ from hudisql.sql.timeline import (
 )
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
     from hudisql.sql.router import Executor, StatementContext
     from hudisql.table.table import HudiTable
@@ -120,8 +122,22 @@ def show_commits(ctx: StatementContext, command: c.ShowCommits) -> DataFrame:
     return rows_frame(ctx.spark, commit_rows(table, command.limit), COMMITS_COLUMNS)
 
 
+def show_log_blocks(ctx: StatementContext, command: c.ShowLogBlocks) -> DataFrame:
+    """CALL show_log_blocks: every log block of the latest file slices and its verdict."""
+    from hudisql.table.reconcile import show_log_blocks as log_blocks
+
+    blocks = log_blocks(_core(ctx, command.table, None), command.file_id)
+    return ctx.spark.createDataFrame(blocks.to_pandas(), schema=_spark_schema(blocks))
+
+
+def _spark_schema(table: pa.Table) -> StructType:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(table.schema)
+
+
 def rollback_to_instant(ctx: StatementContext, command: c.RollbackToInstant) -> DataFrame:
-    """CALL rollback_to_instant: roll back a failed (pending) write with the table core."""
+    """CALL rollback_to_instant: roll back a failed write, or the latest completed one."""
     entry = ctx.require(command.table, "rollback_to_instant")
     done = dml.rollback(ctx, entry, command.instant_time)
     return rows_frame(ctx.spark, [(True, done)],
@@ -132,6 +148,7 @@ EXECUTORS: dict[type[c.Command], Executor] = {
     c.ShowTimeline: show_timeline,
     c.ShowCommits: show_commits,
     c.RollbackToInstant: rollback_to_instant,
+    c.ShowLogBlocks: show_log_blocks,
     c.DropTable: ddl.drop_table,
     c.AlterTableRename: ddl.rename_table,
     c.AlterTableAddColumns: ddl.add_columns,

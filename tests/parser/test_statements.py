@@ -19,6 +19,7 @@ from hudisql.parser import (
     MergeClause,
     RollbackToInstant,
     ShowCommits,
+    ShowLogBlocks,
     ShowTimeline,
     TableName,
     Update,
@@ -61,6 +62,9 @@ FORMS: list[tuple[str, Command]] = [
      RollbackToInstant(T("t"), "20240101120000123")),
     ("CALL rollback_to_instant('db.t', '20240101120000')",
      RollbackToInstant(T("db", "t"), "20240101120000")),
+    ("CALL show_log_blocks(table => 't')", ShowLogBlocks(T("t"))),
+    ("CALL show_log_blocks('db.t', 'f1-0')", ShowLogBlocks(T("db", "t"), "f1-0")),
+    ("CALL show_log_blocks(file_id => 'f1-0', table => 't')", ShowLogBlocks(T("t"), "f1-0")),
     # CREATE TABLE ... USING hudi
     ("CREATE TABLE t (id INT) USING hudi", CT(T("t"), ID)),
     ("create table t (id INT) using HUDI", CT(T("t"), ID)),
@@ -275,11 +279,12 @@ ERRORS: list[tuple[str, int, int, str]] = [
     ('CREATE TABLE t (id INT) USING parquet USING hudi', 1, 31, "expected hudi after USING"),
     ('REPLACE TABLE t (id INT) USING hudi', 1, 1, 'DROP TABLE the table first'),
     ('CREATE TABLE (id INT) USING hudi', 1, 14, 'expected the name of the table to create'),
-    ('CALL nope(1)', 1, 6, "unknown procedure 'nope'; hudisql knows rollback_to_instant, show_commits, show_timeline"),  # noqa: E501
+    ('CALL nope(1)', 1, 6, "unknown procedure 'nope'; hudisql knows rollback_to_instant, show_commits, show_log_blocks, show_timeline"),  # noqa: E501
     ("CALL system.run_clean(table => 't')", 1, 6, "unknown procedure 'run_clean'"),
     ("CALL show_commits(tabel => 'x')", 1, 19, "show_commits has no parameter 'tabel'; its parameters are table, limit"),  # noqa: E501
     ('CALL show_commits()', 1, 6, 'show_commits needs table => ...'),
     ('CALL show_commits(limit => 3)', 1, 6, 'show_commits needs table'),
+    ('CALL show_log_blocks(file_id => \'f\')', 1, 6, 'show_log_blocks needs table'),
     ("CALL show_commits(table => 't', limit => 'ten')", 1, 42, "limit must be a whole number, not 'ten'"),  # noqa: E501
     ("CALL show_commits(table => 't', limit => true)", 1, 42, 'limit must be a whole number, not True'),  # noqa: E501
     ("CALL show_commits(table => 't', limit => -2)", 1, 42, 'limit must be a whole number of 0 or more, not -2'),  # noqa: E501
@@ -408,4 +413,5 @@ def test_target_decided_commands_fall_back_to_spark() -> None:
         "AlterTableAddColumns", "AlterTableRename", "Delete", "DropTable", "Insert", "Merge",
         "Update",
     }
-    assert ours == {"CreateTable", "RollbackToInstant", "ShowCommits", "ShowTimeline"}
+    assert ours == {
+        "CreateTable", "RollbackToInstant", "ShowCommits", "ShowLogBlocks", "ShowTimeline"}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from hudisql.errors import SqlParseError
+from hudisql.errors import HudiSqlError, SqlParseError
 from hudisql.session import HudiSession
 from hudisql.sql.timeline import TIMELINE_COLUMNS, timeline_rows
 from hudisql.table import HudiTable
@@ -149,3 +149,28 @@ def test_show_timeline_errors(session: HudiSession, tmp_path: Path) -> None:
     v8 = copy_table("v8_trips_8i1u", tmp_path)
     rows = session.sql(f"SHOW TIMELINE '{v8}'").collect()
     assert [(r.action, r.state) for r in rows] == [("deltacommit", "COMPLETED")] * 2
+
+
+@pytest.mark.spark
+def test_call_show_log_blocks_marks_a_retried_attempts_blocks_spurious(
+    session: HudiSession, tmp_path: Path
+) -> None:
+    from tests.table.test_reconcile_kit import RetryTable, ts
+
+    t = RetryTable(tmp_path / "retried", {"b0": "base"})
+    instant = t.begin(ts(1))
+    failed = t.write([t.data(instant, (0, 0), {"k": "first attempt"})])  # the task died after
+    committed = t.write([t.data(instant, (1, 0), {"k": "retry"})])
+    t.commit(instant, committed, 1)
+    session.sql(f"CREATE TABLE tl_retried USING hudi LOCATION '{tmp_path / 'retried'}'")
+
+    shown = session.sql("CALL show_log_blocks(table => 'tl_retried')").collect()
+    assert [(r.log_file, r.attempt, r.sequence, r.verdict) for r in shown] == [
+        (failed[0], 0, 0, "spurious"), (committed[0], 1, 0, "valid")]
+    assert shown[0].reason.startswith(f"commit {instant} did not commit log file {failed[0]}")
+    file_id = shown[0].file_id
+    assert session.sql(f"CALL show_log_blocks(table => 'tl_retried', file_id => '{file_id}')"
+                       ).count() == 2
+    with pytest.raises(HudiSqlError, match="has no file group 'nope'"):
+        session.sql("CALL show_log_blocks(table => 'tl_retried', file_id => 'nope')")
+    assert session.sql("SELECT val FROM tl_retried WHERE id = 'k'").collect()[0].val == "retry"
