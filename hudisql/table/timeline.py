@@ -451,15 +451,7 @@ class Timeline:
                 f"{ts}.{action} on table {self.storage.base_uri} is not rolled back by a "
                 "completed rollback: roll it back first"
             )
-        for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
-            name = instant_file_name(ts, action, state)
-            self.storage.delete(self._path(name))
-            with self._lock:
-                files = self._files.get(ts, {})
-                files.pop(name, None)
-                if not files:
-                    self._files.pop(ts, None)
-                self._instants = None
+        self._delete_states(ts, action, [State.COMPLETED, State.INFLIGHT, State.REQUESTED])
 
     def delete_pending(self, instant: Instant, keep_requested: bool = False) -> None:
         """Delete a pending instant's inflight and (unless ``keep_requested``) requested file.
@@ -478,6 +470,10 @@ class Timeline:
                 "instead of deleting its files"
             )
         states = [State.INFLIGHT] if keep_requested else [State.INFLIGHT, State.REQUESTED]
+        self._delete_states(ts, action, states)
+
+    def _delete_states(self, ts: str, action: str, states: list[State]) -> None:
+        """Delete the instant's files of ``states``, in that order, from disk and this view."""
         for state in states:
             name = instant_file_name(ts, action, state)
             self.storage.delete(self._path(name))
