@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import fastavro
 import pyarrow as pa
+from report import print_table
 
 from hudisql.table.log import (
     HeaderKey,
@@ -260,13 +261,6 @@ def scan_rows(label: str, blocks: int, records: int, sparse_content: int,
     return rows
 
 
-def _print_table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    print(title)
-    for row in [header, *rows]:
-        print("  ".join(c.rjust(w) if i else c.ljust(w)
-                        for i, (c, w) in enumerate(zip(row, widths, strict=True))))
-    print()
 
 
 def main() -> None:
@@ -278,13 +272,13 @@ def main() -> None:
     rng = random.Random(0)
     rows = codec_rows("trips", trips_table(50_000 // scale, rng), rounds)
     rows += codec_rows("all types", sample_table(20_000 // scale, rng), rounds)
-    _print_table(
+    print_table(
         "Avro data blocks: ours (Arrow -> block -> Arrow) vs fastavro's schemaless loop",
         ("records", "n", "op", "ours rec/s", "fastavro rec/s", "ours/fastavro"), rows)
     blocks = 10_000
     scan = scan_rows(f"{40 // min(scale, 4)} records", blocks, 40 // min(scale, 4), 0, rounds)
     scan += scan_rows("256 KiB (sparse)", blocks, 0, 256 * 1024 // scale, rounds)
-    _print_table(
+    print_table(
         f"Header-only scan of a log file of {blocks:,} blocks vs reading its bytes",
         ("block content", "file MiB", "method", "seconds", "MiB read", "blocks/s",
          "time vs read"), scan)

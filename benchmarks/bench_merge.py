@@ -24,8 +24,6 @@ import json
 import pstats
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from report import best_of
 
 from hudisql.read.datasource import read_slice_batches
 from hudisql.table import HudiTable
@@ -164,15 +163,6 @@ def baseline(table: HudiTable, file_slice: FileSlice) -> int:
     return n
 
 
-def _best_of(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
-    """Best time of each function, rounds interleaved so drift hits all alike."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
 
 
 def _shapes(rows: int) -> list[tuple[str, list[tuple[int, int]]]]:
@@ -208,7 +198,7 @@ def main() -> None:
                 profiler.runcall(core, table, file_slice)
                 pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
                 continue
-            times = _best_of({
+            times = best_of({
                 "core": functools.partial(core, table, file_slice),
                 "source": functools.partial(source, table, file_slice),
                 "base": functools.partial(baseline, table, file_slice),

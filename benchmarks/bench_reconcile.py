@@ -22,7 +22,6 @@ import json
 import random
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyarrow as pa
+from report import best_of, print_table
 
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.fsview import FileSystemView, VisibleInstants
@@ -170,15 +170,6 @@ def _instant(i: int) -> str:
     return f"20250101{i + 1:09d}"
 
 
-def _best_of(fns: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
-    """Best time of each function, rounds interleaved so drift hits all alike."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
 
 
 def _reader(table: Slice, mode: str) -> Callable[[], Any]:
@@ -197,9 +188,9 @@ def slice_rows(label: str, instants: int, blocks: int, records: int, retried: bo
     for i in range(instants):
         table.add_instant(_instant(i), blocks, records, retried)
     merged = {mode: table.read(mode)[1] for mode in MODES}
-    times = _best_of({mode: _reader(table, mode) for mode in MODES}, rounds)
+    times = best_of({mode: _reader(table, mode) for mode in MODES}, rounds)
     table.scan()
-    decide = _best_of({mode: _decider(table, mode) for mode in MODES}, rounds * 3)
+    decide = best_of({mode: _decider(table, mode) for mode in MODES}, rounds * 3)
     rows: list[tuple[str, ...]] = []
     for mode in MODES:
         # The decision's own cost over the baseline read: stable on a busy machine, where
@@ -211,13 +202,6 @@ def slice_rows(label: str, instants: int, blocks: int, records: int, retried: bo
     return rows, table, tmp
 
 
-def _print_table(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    print(title)
-    for row in [header, *rows]:
-        print("  ".join(c.rjust(w) if i else c.ljust(w)
-                        for i, (c, w) in enumerate(zip(row, widths, strict=True))))
-    print()
 
 
 def main() -> None:
@@ -239,17 +223,17 @@ def main() -> None:
                                             100_000 // scale, rounds)
         rows += shape_rows
         kept.append((label, table, tmp))
-    _print_table(
+    print_table(
         f"Merged read of one file slice (base {100_000 // scale:,} rows), best of {rounds}",
         ("slice", "reconcile", "blocks merged", "read ms", "vs off", "decide ms",
          "decide overhead"), rows)
     scan_rows: list[tuple[str, ...]] = []
     for label, table, _ in kept:
-        times = _best_of({"headers": table.headers_only, "decode": table.full_decode}, rounds)
+        times = best_of({"headers": table.headers_only, "decode": table.full_decode}, rounds)
         scan_rows.append((label, f"{times['headers'] * 1000:.2f}",
                           f"{times['decode'] * 1000:.1f}",
                           f"{times['headers'] / times['decode']:.3f}"))
-    _print_table("Verdicts from a header-only scan vs decoding every block",
+    print_table("Verdicts from a header-only scan vs decoding every block",
                  ("slice", "scan+verdicts ms", "scan+decode ms", "ratio"), scan_rows)
     for _, _, tmp in kept:
         tmp.cleanup()
