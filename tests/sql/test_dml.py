@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame
 
 from hudisql.errors import WriteError
 from hudisql.session import HudiSession
@@ -35,7 +36,7 @@ def batch(rows: list[tuple[int, str, int, str]]) -> pa.Table:
 
 
 @pytest.mark.parametrize("kind", ["mor", "cow"])
-def test_sql_dml_matches_the_python_write_api(
+def test_sql_dml_matches_the_python_and_dataframe_write_apis(
     session: HudiSession, tmp_path: Path, kind: str
 ) -> None:
     sql_name, api_name = f"dml_sql_{kind}", f"dml_api_{kind}"
@@ -68,8 +69,25 @@ def test_sql_dml_matches_the_python_write_api(
     api.upsert(batch([(1, "m", 9, "p"), (5, "e", 9, "q")]))
     api.delete(batch([(4, "d", 1, "q")]).select(["id", "part"]))
 
+    # The same changes through the Spark DataFrame API (HudiTableHandle, one commit each).
+    frames_name = f"dml_frames_{kind}"
+    session.sql(CREATE.format(name=frames_name, kind=kind))
+    handle = session.table(frames_name)
+
+    def frame(rows: list[tuple[int, str, int, str]]) -> DataFrame:
+        return session.spark.createDataFrame(rows, "id INT, name STRING, ts BIGINT, part STRING")
+
+    handle.insert(frame([(1, "a", 1, "p"), (2, "b", 1, "p"), (3, "c", 1, "q")]))
+    handle.upsert(frame([(4, "d", 1, "q")]))
+    handle.upsert(frame([(1, "A", 2, "p"), (2, "B", 2, "p")]))
+    handle.delete(frame([(3, "c", 1, "q")]))
+    handle.upsert(frame([(1, "m", 9, "p"), (5, "e", 9, "q")]).unionByName(
+        frame([(4, "d", 1, "q")]).selectExpr("*", "true AS _hoodie_is_deleted"),
+        allowMissingColumns=True))
+
     expected = [(1, "m", 9, "p"), (2, "B", 2, "p"), (5, "e", 9, "q")]
     assert data(warehouse / sql_name) == data(warehouse / api_name) == expected
+    assert data(warehouse / frames_name) == expected
     shown = session.sql(f"SELECT id, name, ts, part FROM {sql_name} ORDER BY id").collect()
     assert [tuple(r) for r in shown] == expected
     assert session.sql(f"DELETE FROM {sql_name}").collect()[0][0] == 3
