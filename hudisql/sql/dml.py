@@ -201,9 +201,7 @@ def update(ctx: StatementContext, command: c.Update) -> DataFrame:
     if plan is not None:  # the stored value is read when the log is merged, not now
         target = quote_identifier(command.alias or entry.name.table)
         select = expression_select(plan, data_columns(table), _kept_columns(table), target)
-        query = f"SELECT {', '.join(select)} FROM {spark_name(entry.name)} AS {target}"
-        if command.where:
-            query += f" WHERE {command.where}"
+        query = _target_query(entry, select, command.alias or entry.name.table, command.where)
         count = write_frame(ctx, entry, ctx.spark.sql(query), "upsert", plan.ops)
         return affected_frame(ctx.spark, count)
     select = [
@@ -211,13 +209,20 @@ def update(ctx: StatementContext, command: c.Update) -> DataFrame:
         else _cast(quote_identifier(name), kind, name)
         for name, kind in data_columns(table)
     ]
-    query = f"SELECT {', '.join(select)} FROM {spark_name(entry.name)}"
-    if command.alias:
-        query += f" AS {quote_identifier(command.alias)}"
-    if command.where:
-        query += f" WHERE {command.where}"
+    query = _target_query(entry, select, command.alias, command.where)
     count = write_frame(ctx, entry, ctx.spark.sql(query), "upsert")
     return affected_frame(ctx.spark, count)
+
+
+def _target_query(entry: TableEntry, select: list[str], alias: str | None,
+                  where: str | None) -> str:
+    """``SELECT <select> FROM <target> [AS alias] [WHERE where]``: an UPDATE's or DELETE's rows."""
+    query = f"SELECT {', '.join(select)} FROM {spark_name(entry.name)}"
+    if alias:
+        query += f" AS {quote_identifier(alias)}"
+    if where:
+        query += f" WHERE {where}"
+    return query
 
 
 def _kept_columns(table: HudiTable) -> list[str]:
@@ -260,12 +265,8 @@ def delete(ctx: StatementContext, command: c.Delete) -> DataFrame:
     """DELETE FROM t [WHERE ...]: the matching rows' keys are deleted in one commit."""
     entry = ctx.require(command.table, "DELETE")
     table = _open(entry)
-    select = ", ".join(quote_identifier(k) for k in _key_columns(table))
-    query = f"SELECT {select} FROM {spark_name(entry.name)}"
-    if command.alias:
-        query += f" AS {quote_identifier(command.alias)}"
-    if command.where:
-        query += f" WHERE {command.where}"
+    keys = [quote_identifier(k) for k in _key_columns(table)]
+    query = _target_query(entry, keys, command.alias, command.where)
     count = write_frame(ctx, entry, ctx.spark.sql(query), "delete")
     return affected_frame(ctx.spark, count)
 
