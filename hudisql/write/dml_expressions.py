@@ -13,24 +13,32 @@ The statement takes this path when every SET assignment of its one update clause
 expression over the source's columns for MERGE (target columns qualified by the target's
 name or alias; an unqualified column is ambiguous and takes the ordinary path). Anything
 else (conditions on the target are fine: they pick the rows, at write time) takes the
-ordinary path that writes whole rows.
+ordinary path that writes whole rows. The Python API (:mod:`hudisql.write.dml`) follows
+the same rule for values given as SQL text; a Column value always takes the ordinary path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot import exp
 
 from hudisql.errors import WriteError
-from hudisql.parser import commands as c
-from hudisql.sql.spark_tables import quote_identifier
 from hudisql.table.expressions import ExpressionOp
 
-__all__ = ["ExpressionPlan", "expression_select", "is_merge_update_only", "merge_plan",
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["ExpressionPlan", "expression_columns", "merge_plan", "quote_identifier",
            "refuse_repeated_keys", "update_plan"]
+
+
+def quote_identifier(part: str) -> str:
+    """One name part back-quoted for Spark (any characters allowed)."""
+    return "`" + part.replace("`", "``") + "`"
 
 
 @dataclass
@@ -104,55 +112,52 @@ def _plan(values: dict[str, str], targets: set[str], *, update: bool) -> Express
     return plan
 
 
-def update_plan(values: dict[str, str], table_name: str, alias: str | None) -> (
-    ExpressionPlan | None
-):
-    """The expression plan of an UPDATE's assignments (column -> value SQL), or None."""
-    targets = {table_name.lower(), (alias or table_name).lower()}
-    return _plan(values, targets, update=True)
+def update_plan(values: dict[str, str], targets: Sequence[str]) -> ExpressionPlan | None:
+    """The expression plan of an UPDATE's assignments (column -> value SQL), or None.
 
-
-def merge_plan(command: c.Merge, values: dict[str, str]) -> ExpressionPlan | None:
-    """The expression plan of a MERGE with one ``WHEN MATCHED THEN UPDATE SET`` clause, or None.
-
-    ``values``: the clause's assignments (column -> value SQL), already checked.
+    ``targets``: the names the statement may qualify target columns with (table, alias).
     """
-    targets = {(command.alias or command.table.name).lower()}
-    return _plan(values, targets, update=False)
+    return _plan(values, {t.lower() for t in targets}, update=True)
 
 
-def is_merge_update_only(command: c.Merge) -> bool:
-    """True when the MERGE has exactly one clause: ``WHEN MATCHED [AND ...] THEN UPDATE SET``."""
-    return (len(command.clauses) == 1 and command.clauses[0].kind == "matched"
-            and command.clauses[0].action == "update" and not command.clauses[0].star)
+def merge_plan(values: dict[str, str], target_alias: str) -> ExpressionPlan | None:
+    """The expression plan of a MERGE's one ``WHEN MATCHED THEN UPDATE SET`` clause, or None.
+
+    ``values``: the clause's assignments (column -> value SQL), already checked; target
+    columns must be qualified by ``target_alias`` (a bare column is ambiguous).
+    """
+    return _plan(values, {target_alias.lower()}, update=False)
 
 
-def expression_select(plan: ExpressionPlan, columns: Sequence[tuple[str, str]],
-                      kept: Sequence[str], target: str) -> list[str]:
-    """The SELECT list of an expression write: operands, the target's ``kept`` columns (keys,
-    partition and ordering fields), and NULL for every other column (kept at merge time)."""
+def expression_columns(plan: ExpressionPlan, columns: Sequence[tuple[str, str]],
+                       kept: Sequence[str], target: str | None) -> list[Column]:
+    """The columns of an expression write: operands, the target's ``kept`` columns (keys,
+    partition and ordering fields, qualified by ``target`` when given), and NULL for every
+    other column (kept at merge time); each cast to the table's type."""
+    from pyspark.sql import functions as F
+
     out = []
     for name, kind in columns:
         if name in plan.operands:
-            value = plan.operands[name]
+            value = F.expr(plan.operands[name])
         elif name in kept:
-            value = f"{target}.{quote_identifier(name)}"
+            qualified = quote_identifier(name) if target is None else (
+                f"{quote_identifier(target)}.{quote_identifier(name)}")
+            value = F.col(qualified)
         else:
-            value = "NULL"
-        out.append(f"CAST(({value}) AS {kind}) AS {quote_identifier(name)}")
+            value = F.lit(None)
+        out.append(value.cast(kind).alias(name))
     return out
 
 
-def refuse_repeated_keys(frame: object, keys: Sequence[str], table: str) -> None:
+def refuse_repeated_keys(frame: DataFrame, keys: Sequence[str], table: str) -> None:
     """Refuse a MERGE where several source rows match one target row (as Spark does).
 
     Raises:
         WriteError: names a repeated key; nothing is written.
     """
-    from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
-    assert isinstance(frame, DataFrame)
     cols = [F.col(quote_identifier(k)) for k in keys]
     repeated = frame.groupBy(*cols).count().where(F.col("count") > 1).limit(1).collect()
     if repeated:
