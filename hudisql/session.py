@@ -18,18 +18,21 @@ import sysconfig
 import tempfile
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 from hudisql.errors import HudiSqlError, TableNotFoundError
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-    from hudisql.catalog import Catalog
+    from hudisql.catalog import Catalog, TableName
     from hudisql.table import HudiTable
+    from hudisql.write.commit import StepHook
+    from hudisql.write.dml import DmlResult, DmlTable, MergeBuilder, Value
     from hudisql.write.pipeline import WriteResult
 
 #: Runtime SQL settings every hudisql session needs (settable on a running session too).
@@ -232,7 +235,8 @@ class HudiSession:
 
     def table(self, name: str) -> HudiTableHandle:
         """The handle of table ``name``: ``t`` or ``db.t``, looked up in the session's catalog
-        (also defining it in Spark, so ``spark.table(name)`` works), else in Spark's own.
+        (also defining it in Spark, so ``spark.table(name)`` works), else in Spark's own. A
+        managed catalog table's handle brackets its writes by a catalog write id.
 
         Raises:
             TableNotFoundError: no table of that name, or it is not a ``hudi`` table.
@@ -246,7 +250,8 @@ class HudiSession:
             _, entries = self.router.resolve_names(self.spark, [SqlTableName(parts)])
             for entry in entries.values():
                 self._open_core(entry.location, name)
-                return HudiTableHandle(session=self, name=name, path=entry.location)
+                return HudiTableHandle(session=self, name=name, path=entry.location,
+                                       managed_name=entry.name if entry.managed else None)
         if not self.spark.catalog.tableExists(name):
             raise TableNotFoundError(
                 f"table {name!r} does not exist in the session catalog; register it with "
@@ -306,11 +311,16 @@ class HudiSession:
 
 @dataclass
 class HudiTableHandle:
-    """A Hudi table seen from a :class:`HudiSession`: Spark reads (and writes) by name or path."""
+    """A Hudi table seen from a :class:`HudiSession`: Spark reads (and writes) by name or path.
+
+    ``managed_name`` is the catalog name of a managed catalog table: each write runs
+    inside a catalog write id (as SQL's do), so other sessions' caches see the commit.
+    """
 
     session: HudiSession
     name: str | None
     path: str
+    managed_name: TableName | None = None
 
     def core(self) -> HudiTable:
         """The table core's view of this table, freshly loaded (timeline included)."""
@@ -374,7 +384,108 @@ class HudiTableHandle:
         from hudisql.write.pipeline import SparkWriter
 
         merged = {**self.session.options, **options}
-        return SparkWriter(self.session.spark, self.path, merged).write(df, operation)
+        writer = SparkWriter(self.session.spark, self.path, merged, on_step=self._on_step())
+        with self._bracket():
+            return writer.write(df, operation)
+
+    def _bracket(self) -> AbstractContextManager[object]:
+        """The context a commit runs in: a catalog write id for a managed catalog table."""
+        if self.managed_name is None:
+            return nullcontext()
+        return self.session.catalog.write_transaction(self.managed_name)
+
+    def _on_step(self) -> StepHook | None:
+        from hudisql.sql import SqlRouter
+
+        router = self.session.router
+        return router.on_write_step if isinstance(router, SqlRouter) else None
+
+    def _dml_table(self, options: Mapping[str, str]) -> DmlTable:
+        """The DML API's view of this table; its columns may be qualified by its name."""
+        from hudisql.write.dml import DmlTable
+
+        short = (self.name.rsplit(".", 1)[-1].strip("`") if self.name
+                 else self.core().name)
+        return DmlTable(self.session.spark, self.path, {**self.session.options, **options},
+                        name=self.name or self.path, qualifiers=(short,),
+                        reader=lambda: self.read().alias(short), bracket=self._bracket,
+                        on_step=self._on_step())
+
+    def update(self, set: Mapping[str, Value], where: Value | None = None, *,
+               alias: str | None = None, **options: str) -> DmlResult:
+        """Set columns of the rows ``where`` holds for (every row: None), in one commit.
+
+        Values and the condition are Spark SQL text or Columns over the table's columns
+        (qualified by the table's name or ``alias``, if at all). On a merge-on-read table,
+        text values ``c + <literal>`` are an expression write (the stored value is read
+        when the log is merged). Example::
+
+            handle.update({"fare": "fare * 2", "rider": F.upper("rider")}, "city = 'sf'")
+
+        Returns:
+            The rows updated and the commit (None when no row matched).
+
+        Raises:
+            WriteError: no or unknown columns, a record key or partition column in ``set``,
+                a value or condition that does not resolve (nothing is written).
+        """
+        from hudisql.write import dml
+
+        return dml.update(self._dml_table(options), set, where, alias=alias)
+
+    @overload
+    def delete(self, rows: DataFrame, **options: str) -> WriteResult: ...
+
+    @overload
+    def delete(self, rows: str | Column | None = None, **options: str) -> DmlResult: ...
+
+    def delete(self, rows: DataFrame | str | Column | None = None,
+               **options: str) -> WriteResult | DmlResult:
+        """Delete rows in one commit: the keys a DataFrame holds, or the rows a condition
+        (Spark SQL text or a Column) holds for; None deletes every row. Example::
+
+            handle.delete(keys_df)               # by key: returns the WriteResult
+            handle.delete("ts < 100")            # by condition: returns a DmlResult
+            handle.delete(F.col("city") == "sf")
+
+        Returns:
+            A DataFrame's write result, or the rows deleted and the commit (None when no
+            row matched).
+
+        Raises:
+            WriteError: a DataFrame without the key columns, a condition that does not
+                resolve (nothing is written).
+        """
+        from pyspark.sql import DataFrame
+
+        if isinstance(rows, DataFrame):
+            return self.write(rows, "delete", **options)
+        from hudisql.write import dml
+
+        return dml.delete(self._dml_table(options), rows)
+
+    def merge(self, source: DataFrame, on: Value, *, source_alias: str = "s",
+              target_alias: str = "t", **options: str) -> MergeBuilder:
+        """Start a MERGE of ``source`` into this table; returns the builder to add clauses to.
+
+        ``on`` and the clauses' conditions and values are Spark SQL text or Columns that
+        name the source as ``source_alias`` and this table as ``target_alias``. Clauses are
+        tried in order; a source row takes the first that holds; ``execute()`` writes the
+        updates, inserts and deletes as one commit. Example::
+
+            (handle.merge(changes, "t.uuid = s.uuid")
+                .when_matched_delete("s.deleted")
+                .when_matched_update({"fare": "s.fare"})
+                .when_not_matched_insert_all()
+                .execute())
+
+        Raises:
+            WriteError: an empty alias, or the same alias for source and target.
+        """
+        from hudisql.write import dml
+
+        return dml.merge(self._dml_table(options), source, on, source_alias=source_alias,
+                         target_alias=target_alias)
 
     def insert(self, df: DataFrame, **options: str) -> WriteResult:
         """Insert new records (refused if a key exists); returns the commit's result."""
@@ -387,10 +498,6 @@ class HudiTableHandle:
     def upsert(self, df: DataFrame, **options: str) -> WriteResult:
         """Update records whose keys exist, insert the others; returns the commit's result."""
         return self.write(df, "upsert", **options)
-
-    def delete(self, df: DataFrame, **options: str) -> WriteResult:
-        """Delete the records whose keys ``df`` holds; returns the commit's result."""
-        return self.write(df, "delete", **options)
 
     def insert_overwrite(self, df: DataFrame, **options: str) -> WriteResult:
         """Replace the partitions ``df`` writes with its rows (a replacecommit); returns it."""

@@ -177,10 +177,12 @@ def _column(value: Value, table: DmlTable, what: str) -> Column:
         raise WriteError(f"table {table.label}: {what} must be Spark SQL text or a Column, "
                          f"not {value!r}")
     try:
-        return F.expr(value)
+        # F.expr parses lazily: parse now, so the error can name the text at fault.
+        table.spark._jsparkSession.sessionState().sqlParser().parseExpression(value)
     except AnalysisException as exc:  # ParseException is one
         raise WriteError(f"table {table.label}: {what} {value!r} does not parse: "
                          f"{_first_line(exc)}; write a Spark SQL expression") from exc
+    return F.expr(value)
 
 
 def _first_line(exc: Exception) -> str:
