@@ -339,18 +339,31 @@ class HudiTableHandle:
             options: further ``hudi`` data source options.
 
         Returns:
-            A lazy DataFrame over the ``hudi`` data source.
+            A lazy DataFrame of the snapshot as of the time of this call (or ``as_of``).
+            Base rows no log block touches are read by Spark's own parquet reader and the
+            rest by the ``hudi`` data source (:mod:`hudisql.read.snapshot`); with the option
+            ``hudisql.read.direct.parquet=false`` all of it by the data source.
 
         Raises:
-            HudiSqlError: a column the table does not have.
+            HudiSqlError: a column the table does not have, a malformed ``as_of``.
         """
+        from hudisql.read.options import DIRECT_PARQUET
+        from hudisql.read.snapshot import snapshot_frame
+
+        merged = {**self.session.options, **options}
+        direct = merged.pop(DIRECT_PARQUET, "true").strip().lower() != "false"
+        projection = self._projection(list(columns)) if columns is not None else None
+        if direct:
+            frame = snapshot_frame(self.session.spark, self.core(), merged, as_of, projection)
+            if frame is not None:
+                return frame
         reader = self.session.spark.read.format("hudi")
-        for key, value in {**self.session.options, **options}.items():
+        for key, value in merged.items():
             reader = reader.option(key, value)
         if as_of is not None:
             reader = reader.option("as.of.instant", as_of)
-        if columns is not None:
-            reader = reader.schema(self._projection(list(columns)))
+        if projection is not None:
+            reader = reader.schema(projection)
         return reader.load(self.path)
 
     def _projection(self, columns: list[str]) -> StructType:

@@ -45,7 +45,12 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from hudisql.errors import HudiSqlError, TableNotFoundError
-from hudisql.read.options import PATH_METADATA_KEY, SNAPSHOT_METADATA_KEY, ReadOptions
+from hudisql.read.options import (
+    PATH_METADATA_KEY,
+    SNAPSHOT_METADATA_KEY,
+    TOUCHED,
+    ReadOptions,
+)
 from hudisql.read.pruning import PartitionPruner
 
 if TYPE_CHECKING:
@@ -108,11 +113,14 @@ class SliceInput(InputPartition):
     """
 
     def __init__(self, file_slice: FileSlice | None, snapshot: str | None,
-                 head: str | None) -> None:
+                 head: str | None, log_keys_only: bool = False) -> None:
         super().__init__(file_slice)
         self.file_slice = file_slice
         self.snapshot = snapshot
         self.head = head
+        #: Only the rows of the keys the slice's logs touch (hudisql.read.snapshot reads
+        #: the rest of its base file with Spark's parquet reader).
+        self.log_keys_only = log_keys_only
 
 
 @functools.lru_cache(maxsize=8)
@@ -176,9 +184,14 @@ class HudiReader(DataSourceReader):
             slices = [s for s in slices
                       if self._pruner.keeps(s.partition_path, self.partition_filters)]
         self._slices = None
+        named = self.options.slices
+        if named is not None:
+            slices = [s for s in slices if (s.partition_path, s.file_id) in named]
         if not slices:
             return [SliceInput(None, self.snapshot, self.head)]
-        return [SliceInput(s, self.snapshot, self.head) for s in slices]
+        return [SliceInput(s, self.snapshot, self.head,
+                           named is not None and named[(s.partition_path, s.file_id)] == TOUCHED)
+                for s in slices]
 
     def _plan(self) -> HudiTable:
         """Load the table fresh (planning workers are reused across queries) and list slices.
@@ -199,22 +212,26 @@ class HudiReader(DataSourceReader):
             return
         table = _open_table(self.options.path, partition.head)
         yield from read_slice_batches(table, partition.file_slice, partition.snapshot,
-                                      to_arrow_schema(self.schema, timezone="UTC"))
+                                      to_arrow_schema(self.schema, timezone="UTC"),
+                                      log_keys_only=partition.log_keys_only)
 
 
 def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | None,
-                       target: pa.Schema) -> Iterator[pa.RecordBatch]:
+                       target: pa.Schema, log_keys_only: bool = False
+                       ) -> Iterator[pa.RecordBatch]:
     """The rows of ``file_slice`` as of ``snapshot`` as batches of ``target``'s columns.
 
     A slice without log files needs no merge: its base file is streamed row group by row
     group, reading only the columns ``target`` names. Otherwise the table core's streamed
     merge reads the same way (plus the record key and ordering field), batch by batch.
+    ``log_keys_only``: only the merged rows of the keys the slice's logs touch.
 
     Raises:
         HudiSqlError: a column does not convert to the type Spark declares.
     """
     base = file_slice.base_file
-    if not file_slice.log_files and base is not None and base.path.endswith(".parquet"):
+    if (not log_keys_only and not file_slice.log_files and base is not None
+            and base.path.endswith(".parquet")):
         with table.storage.open_input_file(base.path) as f:
             parquet = pq.ParquetFile(f)
             present = set(parquet.schema_arrow.names)
@@ -231,7 +248,7 @@ def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | 
     # first merged rows reach Spark before the slice is read to its end.
     chunks, _ = stream_file_slice(table.storage, table.properties, table.timeline, file_slice,
                                   as_of=snapshot, columns=columns, schema=schema,
-                                  batch_rows=BATCH_ROWS)
+                                  batch_rows=BATCH_ROWS, log_keys_only=log_keys_only)
     for chunk in chunks:
         yield from conform(chunk, target).to_batches(max_chunksize=BATCH_ROWS)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +23,16 @@ AS_OF_INSTANT = "as.of.instant"
 #: Whether pushed filters on partition columns prune file slices (default false: Spark
 #: reuses a pruned plan for later queries on the same DataFrame, see hudisql.read.datasource).
 PARTITION_PRUNING = "hudisql.read.partition.pruning"
+#: ``HudiTableHandle.read``: ``true`` (default) lets Spark's parquet reader read the base
+#: rows no log touches (:mod:`hudisql.read.snapshot`); ``false`` reads through the data
+#: source alone.
+DIRECT_PARQUET = "hudisql.read.direct.parquet"
+#: Internal (set by :mod:`hudisql.read.snapshot`): JSON ``{"touched": [[partition, file id],
+#: ...], "whole": [...]}``; only these file slices are read, the ``touched`` ones for the
+#: rows of the keys their logs touch only.
+SLICES = "hudisql.read.slices"
+#: What a slice named by :data:`SLICES` is read for.
+TOUCHED, WHOLE = "touched", "whole"
 
 _DIGITS = re.compile(r"^\d{14}(\d{3})?$")
 _DATETIME = re.compile(
@@ -69,6 +80,8 @@ class ReadOptions:
     as_of: str | None = None
     prune: bool = False
     pinned: str | None = None
+    #: (partition path, file id) -> TOUCHED | WHOLE: read only these slices (see SLICES).
+    slices: Mapping[tuple[str, str], str] | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], schema: StructType | None) -> ReadOptions:
@@ -103,4 +116,23 @@ class ReadOptions:
         if prune not in ("true", "false"):
             raise HudiSqlError(f"option {PARTITION_PRUNING}={prune!r} must be true or false")
         return cls(path=path, as_of=normalize_instant(as_of) if as_of else None,
-                   prune=prune == "true", pinned=pinned)
+                   prune=prune == "true", pinned=pinned, slices=_slices(lowered.get(SLICES)))
+
+
+def _slices(text: str | None) -> dict[tuple[str, str], str] | None:
+    """The :data:`SLICES` option parsed; None when absent.
+
+    Raises:
+        HudiSqlError: the option is not the JSON :mod:`hudisql.read.snapshot` writes.
+    """
+    if text is None:
+        return None
+    try:
+        given = json.loads(text)
+        return {(str(part), str(fid)): kind for kind in (TOUCHED, WHOLE)
+                for part, fid in given.get(kind, [])}
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise HudiSqlError(
+            f"option {SLICES} is internal to hudisql.read.snapshot and must be its JSON "
+            f"({{\"touched\": [[partition, file id], ...], \"whole\": [...]}}): {exc}"
+        ) from exc

@@ -50,6 +50,7 @@ __all__ = [
     "CorruptLogBlockWarning",
     "SliceReadReport",
     "conform_table",
+    "log_touched_keys",
     "merge_file_slice",
     "plan_log_blocks",
     "read_file_slice",
@@ -205,6 +206,7 @@ def stream_file_slice(
     visible: VisibleInstants | None = None,
     reconcile: ReconcileMode | str = ReconcileMode.FULL,
     batch_rows: int = STREAM_BATCH_ROWS,
+    log_keys_only: bool = False,
 ) -> tuple[Iterator[pa.Table], SliceReadReport]:
     """The merged rows of ``file_slice`` as a stream of tables (see :func:`read_file_slice`).
 
@@ -213,19 +215,102 @@ def stream_file_slice(
     each chunk holding the merged rows of one base batch (single-threaded, for executors).
     The chunks together hold exactly the rows :func:`read_file_slice` returns.
 
+    With ``log_keys_only`` the chunks hold only the rows of the keys the logs touch
+    (:func:`log_touched_keys`): together with the base rows of every other key, read by
+    anyone, they are the slice's merged rows.
+
     Returns:
         ``(chunks, report)``: an iterator of ``pyarrow.Table`` chunks in ``columns`` order
         (empty chunks are skipped) and the report of the log blocks.
 
     Raises:
-        HudiSqlError: a requested column is not in the schema.
+        HudiSqlError: a requested column is not in the schema; ``log_keys_only`` on a
+            slice with expression blocks (those are merged whole).
         UnsupportedFormatError: a non-parquet base file or an HFile data block.
     """
     chunks, report, _ = _open_slice(
         storage, props, timeline, file_slice, as_of, columns, schema=schema, visible=visible,
         reconcile=reconcile, use_threads=False, batch_rows=batch_rows,
+        log_keys_only=log_keys_only,
     )
     return chunks, report
+
+
+def log_touched_keys(
+    storage: Storage,
+    props: TableProperties,
+    timeline: Timeline,
+    file_slice: FileSlice,
+    as_of: str | None = None,
+    *,
+    reconcile: ReconcileMode | str = ReconcileMode.FULL,
+) -> pa.Array | None:
+    """The distinct record keys the visible log blocks of ``file_slice`` update, insert or
+    delete as of ``as_of``: the only keys whose base rows the merge may change.
+
+    Returns:
+        A string array (empty when no visible block holds records), or None when the slice
+        has expression blocks, which are applied to the whole slice.
+
+    Raises:
+        UnsupportedFormatError: an HFile data block, or a table without the record key
+            meta column.
+    """
+    logs = _decode_logs(storage, timeline, file_slice, VisibleInstants(timeline, as_of),
+                        reconcile)
+    if logs.expressions:
+        return None
+    if not logs.ordered:
+        return pa.array([], pa.string())
+    tables = [item for item in logs.ordered if isinstance(item, pa.Table)]
+    work = _slice_schema(None, tables, timeline) if tables else pa.schema(
+        [pa.field(RECORD_KEY_COLUMN, pa.string())])
+    merger = _Merger(props, work, [RECORD_KEY_COLUMN])
+    return merger.reduce_log(logs.ordered).keys.cast(pa.string())
+
+
+@dataclass
+class _DecodedLogs:
+    """A slice's judged log blocks, decoded in log order."""
+
+    report: SliceReadReport
+    ordered: list[pa.Table | _Deletes]
+    #: Expression blocks: index in ``ordered`` -> column ops, applied at their log position.
+    expressions: dict[int, dict[str, str]]
+
+
+def _decode_logs(
+    storage: Storage,
+    timeline: Timeline,
+    file_slice: FileSlice,
+    visible: VisibleInstants,
+    reconcile: ReconcileMode | str,
+) -> _DecodedLogs:
+    """Read, judge and decode the slice's log blocks (corrupt ones warned about, skipped)."""
+    log_bytes: dict[str, bytes] = {}
+    blocks: list[LogBlockInfo] = []
+    for log in file_slice.log_files:
+        data = storage.read_bytes(log.path)
+        log_bytes[log.path] = data
+        blocks.extend(scan_blocks(data, log_file=log.path))
+    report = plan_log_blocks(blocks, visible, reconcile=reconcile)
+    for block in report.corrupt:
+        _warn_corrupt(block)
+    ordered: list[pa.Table | _Deletes] = []
+    merged: list[LogBlockInfo] = []
+    expressions: dict[int, dict[str, str]] = {}
+    for block in report.merged:
+        decoded = _decode(log_bytes[block.log_file], block)
+        if decoded is None:
+            report.corrupt.append(block)
+            continue
+        ops = block_expressions(block)
+        if ops is not None:
+            expressions[len(ordered)] = ops
+        ordered.append(decoded)
+        merged.append(block)
+    report.merged = merged
+    return _DecodedLogs(report, ordered, expressions)
 
 
 def _open_slice(
@@ -241,35 +326,12 @@ def _open_slice(
     reconcile: ReconcileMode | str,
     use_threads: bool,
     batch_rows: int = STREAM_BATCH_ROWS,
+    log_keys_only: bool = False,
 ) -> tuple[Iterator[pa.Table], SliceReadReport, pa.Schema]:
     """Decode the slice's logs; returns the chunk iterator, the report and the out schema."""
     visible = visible if visible is not None else VisibleInstants(timeline, as_of)
-    log_bytes: dict[str, bytes] = {}
-    blocks: list[LogBlockInfo] = []
-    for log in file_slice.log_files:
-        data = storage.read_bytes(log.path)
-        log_bytes[log.path] = data
-        blocks.extend(scan_blocks(data, log_file=log.path))
-    report = plan_log_blocks(blocks, visible, reconcile=reconcile)
-    for block in report.corrupt:
-        _warn_corrupt(block)
-
-    ordered: list[pa.Table | _Deletes] = []
-    merged: list[LogBlockInfo] = []
-    # Expression blocks (index in ``ordered`` -> column ops) apply at their log position.
-    expressions: dict[int, dict[str, str]] = {}
-    for block in report.merged:
-        decoded = _decode(log_bytes[block.log_file], block)
-        if decoded is None:
-            report.corrupt.append(block)
-            continue
-        ops = block_expressions(block)
-        if ops is not None:
-            expressions[len(ordered)] = ops
-        ordered.append(decoded)
-        merged.append(block)
-    report.merged = merged
-    log_bytes.clear()  # decoded: the raw logs need not live as long as the stream
+    logs = _decode_logs(storage, timeline, file_slice, visible, reconcile)
+    ordered, expressions = logs.ordered, logs.expressions
     data_tables = [item for item in ordered if isinstance(item, pa.Table)]
 
     base_schema = _base_schema(storage, file_slice)
@@ -283,6 +345,13 @@ def _open_slice(
         )
     merger = _Merger(props, target, out_columns)
     out_schema = pa.schema([target.field(c) for c in out_columns])
+    if log_keys_only and expressions:
+        raise HudiSqlError(
+            f"file group {file_slice.file_id} of partition {file_slice.partition_path!r} has "
+            "expression blocks: it is merged whole, not by the keys its logs touch"
+        )
+    if log_keys_only and not ordered:
+        return iter(()), logs.report, out_schema
     base = _iter_base(storage, file_slice, base_schema, merger.work_schema, use_threads,
                       batch_rows)
     if not ordered:
@@ -290,8 +359,8 @@ def _open_slice(
     elif expressions:
         chunks = _whole(merger, base, ordered, expressions)
     else:
-        chunks = merger.stream(base, merger.reduce_log(ordered))
-    return _select(chunks, out_columns), report, out_schema
+        chunks = merger.stream(base, merger.reduce_log(ordered), touched_only=log_keys_only)
+    return _select(chunks, out_columns), logs.report, out_schema
 
 
 def _select(chunks: Iterator[pa.Table], out_columns: list[str]) -> Iterator[pa.Table]:
@@ -557,9 +626,16 @@ class _Merger:
         return _LogOutcome(log.records, ranking.keys, record, ranking.wiped, tier, ordering,
                            np.zeros(len(ranking.keys), bool))
 
-    def stream(self, base: Iterator[pa.Table], outcome: _LogOutcome) -> Iterator[pa.Table]:
-        """Base batches merged with the logs' ``outcome``, then the log-only records."""
+    def stream(self, base: Iterator[pa.Table], outcome: _LogOutcome,
+               touched_only: bool = False) -> Iterator[pa.Table]:
+        """Base batches merged with the logs' ``outcome``, then the log-only records.
+
+        ``touched_only``: base rows whose key no log touches are left out.
+        """
         for batch in base:
+            if touched_only:
+                touched = pc.is_in(batch.column(self.key), value_set=outcome.keys)
+                batch = batch.filter(pc.fill_null(touched, False))
             yield self._resolve(batch, outcome)
         left = np.flatnonzero(~outcome.consumed & (outcome.record >= 0))
         if len(left):

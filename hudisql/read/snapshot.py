@@ -1,0 +1,171 @@
+"""Snapshot reads that leave the bulk of the rows to Spark's own parquet reader.
+
+A merge-on-read snapshot is every base row whose key no visible log block touches, plus
+the merged rows of the keys the logs do touch. The first part is plain parquet: Spark's
+vectorized reader scans it, with column pruning and no Python in the way. Only the second
+part needs the table core's merge. :func:`snapshot_frame` plans one snapshot instant and
+sorts its file slices:
+
+* a slice that is a parquet base file alone: read by Spark's parquet reader;
+* a slice with log files: its base file is read by Spark's parquet reader too, minus the
+  keys its logs touch (a broadcast anti-join on base file name and record key, the keys
+  found by decoding the slice's logs on the driver), and the ``hudi`` data source reads
+  the merged rows of those keys (:data:`hudisql.read.options.TOUCHED`);
+* anything else (expression blocks, which apply to the whole slice; log files without a
+  base file; more touched keys than :data:`MAX_TOUCHED_KEYS`): the ``hudi`` data source
+  reads the whole slice (:data:`hudisql.read.options.WHOLE`).
+
+Both parts read the same snapshot: the data source is given the instant and the slices.
+This is how Hudi's own Spark reader treats file groups without logs, taken one step
+further. The rows are exactly the data source's; ``tests/read/test_snapshot.py`` checks
+that on every fixture and on tables with updates, deletes, rollbacks and evolution.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType
+
+from hudisql.read.datasource import spark_schema
+from hudisql.read.options import AS_OF_INSTANT, SLICES, TOUCHED, WHOLE, normalize_instant
+from hudisql.table.merge import RECORD_KEY_COLUMN, log_touched_keys
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from hudisql.table.fsview import FileSlice
+    from hudisql.table.table import HudiTable
+
+#: Above this many touched keys in all, further slices with logs are read whole by the data
+#: source (the keys travel to every task in the broadcast).
+MAX_TOUCHED_KEYS = 2_000_000
+#: The populate-meta-fields property: without ``_hoodie_record_key`` in the base files the
+#: anti-join has no key to go by.
+_META_FIELDS = "hoodie.populate.meta.fields"
+_FILE = "_hudisql_base_file"
+
+
+@dataclass
+class SnapshotPlan:
+    """How one snapshot of a table is read: which base files by Spark, which slices by the
+    data source (``(partition path, file id)`` lists), and the keys to leave to it."""
+
+    snapshot: str
+    #: Full paths of the base files Spark's parquet reader reads.
+    base_files: list[str] = field(default_factory=list)
+    touched: list[tuple[str, str]] = field(default_factory=list)
+    whole: list[tuple[str, str]] = field(default_factory=list)
+    #: (base file name, record key) of the base rows the data source reads instead.
+    superseded: list[pa.Table] = field(default_factory=list)
+
+    def slices_option(self) -> str:
+        """The data source's :data:`SLICES` option for this plan."""
+        return json.dumps({TOUCHED: self.touched, WHOLE: self.whole})
+
+
+def plan_snapshot(table: HudiTable, as_of: str | None = None) -> SnapshotPlan | None:
+    """Sort the file slices of ``table`` as of ``as_of`` (default: latest) by how each is
+    read; returns None when the split does not apply (see :func:`snapshot_frame`).
+
+    Raises:
+        HudiSqlError: a malformed ``as_of``.
+    """
+    if table.properties.get(_META_FIELDS, "true").strip().lower() != "true":
+        return None
+    head = table.timeline.last_completed()
+    snapshot = normalize_instant(as_of) if as_of else (head.timestamp if head else None)
+    if snapshot is None:
+        return None
+    plan = SnapshotPlan(snapshot)
+    budget = MAX_TOUCHED_KEYS
+    for file_slice in table.file_slices(as_of=snapshot):
+        kind = _kind(table, file_slice, snapshot, budget)
+        ident = (file_slice.partition_path, file_slice.file_id)
+        if kind == WHOLE:
+            plan.whole.append(ident)
+            continue
+        assert file_slice.base_file is not None
+        plan.base_files.append(table.storage.full_path(file_slice.base_file.path))
+        if isinstance(kind, pa.Table):
+            budget -= kind.num_rows
+            plan.superseded.append(kind)
+            plan.touched.append(ident)
+    return plan
+
+
+def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str],
+                   as_of: str | None = None, schema: StructType | None = None
+                   ) -> DataFrame | None:
+    """The table's snapshot as of ``as_of`` (default: its latest) as a Spark DataFrame.
+
+    Args:
+        options: further ``hudi`` data source options for the merged part.
+        schema: the columns to return (the table's Spark schema, or a projection of it with
+            the base path in its first field's metadata); default all.
+
+    Returns:
+        The DataFrame, or None when this plan does not apply (no completed instant, or base
+        files without meta fields): read through the data source alone then.
+
+    Raises:
+        HudiSqlError: a malformed ``as_of``.
+    """
+    plan = plan_snapshot(table, as_of)
+    if plan is None:
+        return None
+    path = table.base_path
+    columns = (schema or spark_schema(table, path)).fieldNames()
+    parts: list[DataFrame] = []
+    if plan.base_files:
+        parts.append(_base_rows(spark, table, plan).select(*columns))
+    if plan.touched or plan.whole or not parts:
+        reader = spark.read.format("hudi")
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        reader = reader.option(AS_OF_INSTANT, plan.snapshot).option(SLICES, plan.slices_option())
+        if schema is not None:
+            reader = reader.schema(schema)
+        parts.append(reader.load(path).select(*columns))
+    frame = parts[0]
+    for part in parts[1:]:
+        frame = frame.unionByName(part)
+    return frame
+
+
+def _kind(table: HudiTable, file_slice: FileSlice, snapshot: str, budget: int
+          ) -> str | pa.Table:
+    """How a slice is read: ``plain`` (its base file alone), WHOLE, or the (base file name,
+    record key) table of the keys its logs touch."""
+    base = file_slice.base_file
+    if base is None or not base.path.endswith(".parquet"):
+        return WHOLE
+    if not file_slice.log_files:
+        return "plain"
+    keys = log_touched_keys(table.storage, table.properties, table.timeline, file_slice,
+                            as_of=snapshot)
+    if keys is None or len(keys) > budget:
+        return WHOLE
+    return pa.table({_FILE: pa.repeat(pa.scalar(base.name), len(keys)),
+                     RECORD_KEY_COLUMN: keys})
+
+
+def _base_rows(spark: SparkSession, table: HudiTable, plan: SnapshotPlan) -> DataFrame:
+    """The rows of the plan's base files through Spark's parquet reader, minus superseded
+    ones."""
+    full = spark_schema(table, table.base_path)
+    # The table's schema without field metadata: columns a file lacks read as nulls.
+    plain = StructType([StructField(f.name, f.dataType, f.nullable) for f in full.fields])
+    rows = spark.read.schema(plain).parquet(*plan.base_files)
+    keys = pa.concat_tables(plan.superseded) if plan.superseded else None
+    if keys is None or not keys.num_rows:
+        return rows
+    superseded = spark.createDataFrame(keys)
+    return (rows.withColumn(_FILE, F.col("_metadata.file_name"))
+            .join(F.broadcast(superseded), [_FILE, RECORD_KEY_COLUMN], "left_anti")
+            .drop(_FILE))
