@@ -53,8 +53,13 @@ MARKER_DIR = ".hoodie/.temp"
 
 COMMIT_TIME, SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME = META_COLUMNS
 
-#: Hudi 0.14's default ``hoodie.parquet.compression.codec``.
+#: The write option (or table property) naming the base files' parquet codec, and its
+#: default: Hudi's (the fixtures' base files are all gzip).
+COMPRESSION_CODEC = "hoodie.parquet.compression.codec"
 DEFAULT_COMPRESSION = "gzip"
+#: Hudi's codec names -> pyarrow's.
+_CODECS = {"gzip": "gzip", "snappy": "snappy", "zstd": "zstd", "lz4": "lz4",
+           "uncompressed": "none", "none": "none", "brotli": "brotli"}
 
 _LOG_CREATE_ATTEMPTS = 100
 _WRITE_TOKEN = re.compile(r"^\d+-\d+-\d+$")
@@ -164,6 +169,22 @@ def _conform(table: pa.Table, schema: pa.Schema, where: str) -> pa.Table:
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         raise WriteError(f"records for {where} do not fit the table schema: {exc}") from exc
+
+
+def parquet_codec(options: Mapping[str, str], properties: Mapping[str, str]) -> str:
+    """The base files' parquet codec: write option, else table property, else gzip.
+
+    Raises:
+        WriteError: a codec name parquet does not know.
+    """
+    value = options.get(COMPRESSION_CODEC) or properties.get(COMPRESSION_CODEC)
+    if value is None:
+        return DEFAULT_COMPRESSION
+    codec = _CODECS.get(value.strip().lower())
+    if codec is None:
+        raise WriteError(f"{COMPRESSION_CODEC}={value!r} is not a parquet codec; use one of "
+                         f"{', '.join(sorted(_CODECS))}")
+    return codec
 
 
 def write_base_file(

@@ -39,6 +39,7 @@ from hudisql.table.write_create import TIMELINE_FOLDERS, create_table
 from hudisql.table.write_files import (
     MARKER_DIR,
     avro_text,
+    parquet_codec,
     write_base_file,
     write_log_file,
 )
@@ -404,7 +405,8 @@ class WriteClient:
         if file_slice is None:
             assert work.records is not None
             return write_base_file(
-                storage, work.partition_path, work.file_id, ts, token, work.records, schema_text
+                storage, work.partition_path, work.file_id, ts, token, work.records, schema_text,
+                compression=parquet_codec(self.options, props),
             )
         if props.is_mor:
             base_file = file_slice.base_file.name if file_slice.base_file is not None else None
@@ -417,6 +419,7 @@ class WriteClient:
         return write_base_file(
             storage, work.partition_path, work.file_id, ts, token, merged, schema_text,
             prev_commit=file_slice.base_instant, num_updates=updated, num_deletes=deleted,
+            compression=parquet_codec(self.options, props),
         )
 
     def _merge_copy_on_write(self, table: HudiTable, work: SliceWrite) -> tuple[pa.Table, int, int]:

@@ -52,7 +52,13 @@ from hudisql.table.log.format import DeleteRecord
 from hudisql.table.merge import read_file_slice
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.table import HudiTable
-from hudisql.table.write_files import avro_text, write_base_file, write_log_file
+from hudisql.table.write_files import (
+    DEFAULT_COMPRESSION,
+    avro_text,
+    parquet_codec,
+    write_base_file,
+    write_log_file,
+)
 from hudisql.table.write_plan import NATURAL_ORDER_BRANCH, SliceWrite
 from hudisql.table.write_records import (
     PARTITION_PATH,
@@ -121,15 +127,17 @@ class _TableSpec:
     is_mor: bool
     schema_text: str
     arrow_schema: pa.Schema
+    compression: str = DEFAULT_COMPRESSION
 
 
-def _spec(table: HudiTable) -> _TableSpec:
+def _spec(table: HudiTable, options: Mapping[str, str]) -> _TableSpec:
     props = table.properties
     labelled = _check_writable(table)
     avro, arrow = _writer_schema(table)
     return _TableSpec(table.base_path, table.name, tuple(props.record_key_fields),
                       tuple(props.partition_fields), props.hive_style_partitioning, labelled,
-                      props.precombine_field, props.is_mor, avro_text(avro), arrow)
+                      props.precombine_field, props.is_mor, avro_text(avro), arrow,
+                      parquet_codec(options, props))
 
 
 def _check_columns(df: DataFrame, spec: _TableSpec, operation: str) -> None:
@@ -280,7 +288,7 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
     if file_slice is None:
         assert records is not None
         return write_base_file(storage, partition, file_id, instant, token, records,
-                               spec.schema_text)
+                               spec.schema_text, compression=spec.compression)
     if spec.is_mor:
         base_file = file_slice.base_file.name if file_slice.base_file is not None else None
         return write_log_file(storage, partition, file_id, file_slice.base_instant, instant,
@@ -290,7 +298,7 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
     merged, updated, deleted = WriteClient(table)._merge_copy_on_write(table, work)
     return write_base_file(storage, partition, file_id, instant, token, merged, spec.schema_text,
                            prev_commit=file_slice.base_instant, num_updates=updated,
-                           num_deletes=deleted)
+                           num_deletes=deleted, compression=spec.compression)
 
 
 # -- the driver -----------------------------------------------------------------------------
@@ -330,7 +338,7 @@ class SparkWriter:
             raise WriteError(f"unknown write operation {operation!r}: use one of "
                              f"{', '.join(OPERATIONS)}")
         table = HudiTable.open(self.path)
-        spec = _spec(table)
+        spec = _spec(table, self.options)
         evolved = None if op == "delete" else evolve_on_write(
             json.loads(spec.schema_text), None, spec.name, self.options,
             incoming=to_arrow_schema(df.schema, timezone="UTC"))
