@@ -1,24 +1,30 @@
 """Snapshot reads that leave the bulk of the rows to Spark's own parquet reader.
 
 A merge-on-read snapshot is every base row whose key no visible log block touches, plus
-the merged rows of the keys the logs do touch. The first part is plain parquet: Spark's
-vectorized reader scans it, with column pruning and no Python in the way. Only the second
-part needs the table core's merge. :func:`snapshot_frame` plans one snapshot instant and
-sorts its file slices:
+the merged rows of the keys the logs do touch. Base rows are plain parquet: Spark's
+vectorized reader scans them with column pruning and no Python in the way; only merged
+rows need the table core. :func:`snapshot_frame` plans one snapshot instant and sorts its
+file slices (:func:`plan_snapshot`):
 
-* a slice that is a parquet base file alone: read by Spark's parquet reader;
-* a slice with log files: its base file is read by Spark's parquet reader too, minus the
-  keys its logs touch (a broadcast anti-join on base file name and record key, the keys
-  found by decoding the slice's logs on the driver), and the ``hudi`` data source reads
-  the merged rows of those keys (:data:`hudisql.read.options.TOUCHED`);
-* anything else (expression blocks, which apply to the whole slice; log files without a
-  base file; more touched keys than :data:`MAX_TOUCHED_KEYS`): the ``hudi`` data source
-  reads the whole slice (:data:`hudisql.read.options.WHOLE`).
+* a slice that is a parquet base file alone: read by Spark's parquet reader (as Hudi's own
+  Spark reader treats file groups without logs);
+* a slice with log files: read whole by the ``hudi`` data source
+  (:data:`hudisql.read.options.WHOLE`); or, with :data:`SPLIT_TOUCHED` ``=true``, split:
+  its base file read by Spark's parquet reader minus the keys its logs touch (a broadcast
+  anti-join on base file name and record key; the keys are decoded from the logs on the
+  driver), and the data source reads the merged rows of those keys only
+  (:data:`hudisql.read.options.TOUCHED`). Slices with expression blocks (applied to the
+  whole slice), log files without a base file, or beyond :data:`MAX_TOUCHED_KEYS` touched
+  keys in all are read whole.
+
+Splitting is off by default because it does not pay on full scans: on the 5M-row
+benchmark table (2% of each slice's keys updated), the anti-join costs Spark more than
+reading those slices through Python (``benchmarks/bench_write_read.py``). It pays on
+narrow projections of slices with few touched keys.
 
 Both parts read the same snapshot: the data source is given the instant and the slices.
-This is how Hudi's own Spark reader treats file groups without logs, taken one step
-further. The rows are exactly the data source's; ``tests/read/test_snapshot.py`` checks
-that on every fixture and on tables with updates, deletes, rollbacks and evolution.
+The rows are exactly the data source's; ``tests/read/test_snapshot.py`` checks that on
+every fixture and on tables with updates, deletes, rollbacks and evolution.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ if TYPE_CHECKING:
 #: Above this many touched keys in all, further slices with logs are read whole by the data
 #: source (the keys travel to every task in the broadcast).
 MAX_TOUCHED_KEYS = 2_000_000
+#: The read option that splits slices with log files (default ``false``; see above).
+SPLIT_TOUCHED = "hudisql.read.split.touched.keys"
 #: The populate-meta-fields property: without ``_hoodie_record_key`` in the base files the
 #: anti-join has no key to go by.
 _META_FIELDS = "hoodie.populate.meta.fields"
@@ -69,9 +77,12 @@ class SnapshotPlan:
         return json.dumps({TOUCHED: self.touched, WHOLE: self.whole})
 
 
-def plan_snapshot(table: HudiTable, as_of: str | None = None) -> SnapshotPlan | None:
+def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: bool = False
+                  ) -> SnapshotPlan | None:
     """Sort the file slices of ``table`` as of ``as_of`` (default: latest) by how each is
     read; returns None when the split does not apply (see :func:`snapshot_frame`).
+
+    ``split_touched``: slices with log files are split by touched keys (module notes).
 
     Raises:
         HudiSqlError: a malformed ``as_of``.
@@ -83,7 +94,7 @@ def plan_snapshot(table: HudiTable, as_of: str | None = None) -> SnapshotPlan | 
     if snapshot is None:
         return None
     plan = SnapshotPlan(snapshot)
-    budget = MAX_TOUCHED_KEYS
+    budget = MAX_TOUCHED_KEYS if split_touched else 0
     for file_slice in table.file_slices(as_of=snapshot):
         kind = _kind(table, file_slice, snapshot, budget)
         ident = (file_slice.partition_path, file_slice.file_id)
@@ -105,7 +116,8 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     """The table's snapshot as of ``as_of`` (default: its latest) as a Spark DataFrame.
 
     Args:
-        options: further ``hudi`` data source options for the merged part.
+        options: further ``hudi`` data source options for the merged part, and
+            :data:`SPLIT_TOUCHED`.
         schema: the columns to return (the table's Spark schema, or a projection of it with
             the base path in its first field's metadata); default all.
 
@@ -116,7 +128,9 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     Raises:
         HudiSqlError: a malformed ``as_of``.
     """
-    plan = plan_snapshot(table, as_of)
+    options = dict(options)
+    split = options.pop(SPLIT_TOUCHED, "false").strip().lower() == "true"
+    plan = plan_snapshot(table, as_of, split)
     if plan is None:
         return None
     path = table.base_path
@@ -147,6 +161,8 @@ def _kind(table: HudiTable, file_slice: FileSlice, snapshot: str, budget: int
         return WHOLE
     if not file_slice.log_files:
         return "plain"
+    if budget <= 0:
+        return WHOLE
     keys = log_touched_keys(table.storage, table.properties, table.timeline, file_slice,
                             as_of=snapshot)
     if keys is None or len(keys) > budget:

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.spark
 SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()),
                     ("fare", pa.float64()), ("city", pa.string())])
 ONLY_SOURCE = {DIRECT_PARQUET: "false"}
+SPLIT = {snapshot.SPLIT_TOUCHED: "true"}
 
 
 def _records(keys: range, ts: int, fare: float = 1.0) -> pa.Table:
@@ -45,17 +46,19 @@ def _plan(df: DataFrame) -> str:
     return str(df._jdf.queryExecution().optimizedPlan().toString())  # type: ignore[operator]
 
 
-def _kinds(handle: HudiTableHandle, as_of: str | None = None) -> tuple[int, int, int]:
+def _kinds(handle: HudiTableHandle, split: bool = True) -> tuple[int, int, int]:
     """(base files Spark reads, slices read by touched keys, slices read whole)."""
-    plan = snapshot.plan_snapshot(handle.core(), as_of)
+    plan = snapshot.plan_snapshot(handle.core(), None, split)
     assert plan is not None
     return len(plan.base_files), len(plan.touched), len(plan.whole)
 
 
 def _same_rows(handle: HudiTableHandle, **kwargs: Any) -> DataFrame:
-    split = handle.read(**kwargs)
-    alone = handle.read(**kwargs, **ONLY_SOURCE)
-    assert rows(split.toArrow()) == rows(alone.toArrow())
+    """The default plan, the split plan and the data source alone read the same rows."""
+    alone = rows(handle.read(**kwargs, **ONLY_SOURCE).toArrow())
+    assert rows(handle.read(**kwargs).toArrow()) == alone
+    split = handle.read(**kwargs, **SPLIT)
+    assert rows(split.toArrow()) == alone
     return split
 
 
@@ -93,6 +96,7 @@ def test_updates_deletes_stale_updates_and_inserts_in_logs(hudi_session: HudiSes
     fares = {r.uuid: r.fare for r in split.select("uuid", "fare").collect()}
     assert fares["k0010"] == 510.0 and fares["k0005"] == 6.0 and "k0001" not in fares
     assert _kinds(handle) == (6, 3, 0)  # 3 slices with logs, 3 new base files
+    assert _kinds(handle, split=False) == (3, 0, 3)
     # Time travel to before the deletes: the split follows the snapshot.
     second = handle.core().timeline.completed()[1].timestamp
     assert _same_rows(handle, as_of=second).count() == 300
