@@ -36,11 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 import hudisql
-from hudisql.read.options import DIRECT_PARQUET
+from hudisql.read.datasource import read_slice_batches, spark_schema
 from hudisql.table.write_files import COMPRESSION_CODEC
 from hudisql.table.writer import create_table
 
@@ -152,8 +152,10 @@ def main() -> None:
         t_parquet_narrow = _best(args.repeat, lambda: narrow(
             spark.read.parquet(str(work / "plain")).select("fare")))
         # The floor: the table's own rows, from memory, through a Python data source.
-        sample = handle.read(**{DIRECT_PARQUET: "false"}).limit(65536).toArrow()
-        first = sample.combine_chunks().to_batches(max_chunksize=65536)[0]
+        core = handle.core()
+        target = to_arrow_schema(spark_schema(core, path), timezone="UTC")
+        merged = next(s for s in core.file_slices() if s.log_files)
+        first = next(read_slice_batches(core, merged, None, target))
         final_rows = handle.read().count()
         spark.dataSource.register(_memory_source(
             first, len(handle.core().file_slices()), final_rows))
