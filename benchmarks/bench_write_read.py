@@ -17,8 +17,9 @@ Both sides compress parquet with ``--codec`` (the table through Hudi's
 ``hoodie.parquet.compression.codec``, whose default is gzip; Spark's writer through its
 ``compression`` option, whose default is snappy), so the ratios compare the formats, not
 the codecs. The plain parquet read is of the table's final rows (its data columns), written
-by Spark after the upsert. A last row reads the same number of rows from memory through a
-bare Python data source: the cost of the Python data source path itself.
+by Spark after the upsert. The read is also timed with slices that have logs split by touched
+keys (``hudisql.read.split.touched.keys``, off by default). A last row reads the same number
+of rows from memory through a bare Python data source: the cost of that path itself.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from pyspark.sql.types import StructType
 
 import hudisql
 from hudisql.read.datasource import read_slice_batches, spark_schema
+from hudisql.read.snapshot import SPLIT_TOUCHED
 from hudisql.table.write_files import COMPRESSION_CODEC
 from hudisql.table.writer import create_table
 
@@ -147,6 +149,7 @@ def main() -> None:
 
         # Reads: best of --repeat runs each (the first also starts Python workers).
         t_read = _best(args.repeat, lambda: scan(handle.read()))
+        t_split = _best(args.repeat, lambda: scan(handle.read(**{SPLIT_TOUCHED: "true"})))
         t_parquet_read = _best(args.repeat, lambda: scan(spark.read.parquet(str(work / "plain"))))
         t_narrow = _best(args.repeat, lambda: narrow(handle.read(columns=["fare"])))
         t_parquet_narrow = _best(args.repeat, lambda: narrow(
@@ -175,6 +178,8 @@ def main() -> None:
           f"{t_upsert / t_parquet_write:>8.2f}  <= 2.5")
     print(f"{'snapshot read vs parquet read':<34}{t_read:>10.2f}{t_parquet_read:>12.2f}"
           f"{t_read / t_parquet_read:>8.2f}  <= 1.5")
+    print(f"{'read split by touched keys':<34}{t_split:>10.2f}{t_parquet_read:>12.2f}"
+          f"{t_split / t_parquet_read:>8.2f}  (reported: {SPLIT_TOUCHED})")
     print(f"{'read of 1 column vs parquet':<34}{t_narrow:>10.2f}{t_parquet_narrow:>12.2f}"
           f"{t_narrow / t_parquet_narrow:>8.2f}  (reported)")
     print(f"{'snapshot read vs hudi-rs read':<34}{t_read:>10.2f}{t_hudi_rs:>12.2f}"
