@@ -134,10 +134,11 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     if plan is None:
         return None
     path = table.base_path
-    columns = (schema or spark_schema(table, path)).fieldNames()
+    full = spark_schema(table, path)
+    columns = (schema or full).fieldNames()
     parts: list[DataFrame] = []
     if plan.base_files:
-        parts.append(_base_rows(spark, table, plan).select(*columns))
+        parts.append(_base_rows(spark, full, plan).select(*columns))
     if plan.touched or plan.whole or not parts:
         reader = spark.read.format("hudi")
         for key, value in options.items():
@@ -171,10 +172,9 @@ def _kind(table: HudiTable, file_slice: FileSlice, snapshot: str, budget: int
                      RECORD_KEY_COLUMN: keys})
 
 
-def _base_rows(spark: SparkSession, table: HudiTable, plan: SnapshotPlan) -> DataFrame:
-    """The rows of the plan's base files through Spark's parquet reader, minus superseded
-    ones."""
-    full = spark_schema(table, table.base_path)
+def _base_rows(spark: SparkSession, full: StructType, plan: SnapshotPlan) -> DataFrame:
+    """The rows of the plan's base files through Spark's parquet reader (in the table's
+    Spark schema ``full``), minus superseded ones."""
     # The table's schema without field metadata: columns a file lacks read as nulls.
     plain = StructType([StructField(f.name, f.dataType, f.nullable) for f in full.fields])
     rows = spark.read.schema(plain).parquet(*plan.base_files)

@@ -202,6 +202,8 @@ class WriteClient:
         self.max_records_per_file = max_records_per_file
         self.on_step: StepHook = on_step or _no_step
         self.options: dict[str, str] = dict(options or {})
+        # Checked here, so a bad codec is refused before any instant or file exists.
+        self._codec = parquet_codec(self.options, props)
         # The writer schema of the write under way when its records add columns.
         self._evolved: dict[str, Any] | None = None
 
@@ -406,7 +408,7 @@ class WriteClient:
             assert work.records is not None
             return write_base_file(
                 storage, work.partition_path, work.file_id, ts, token, work.records, schema_text,
-                compression=parquet_codec(self.options, props),
+                compression=self._codec,
             )
         if props.is_mor:
             base_file = file_slice.base_file.name if file_slice.base_file is not None else None
@@ -419,7 +421,7 @@ class WriteClient:
         return write_base_file(
             storage, work.partition_path, work.file_id, ts, token, merged, schema_text,
             prev_commit=file_slice.base_instant, num_updates=updated, num_deletes=deleted,
-            compression=parquet_codec(self.options, props),
+            compression=self._codec,
         )
 
     def _merge_copy_on_write(self, table: HudiTable, work: SliceWrite) -> tuple[pa.Table, int, int]:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import hudi
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from hudisql.errors import WriteError
@@ -46,8 +48,10 @@ def test_insert_upsert_delete_read_back(hudi_session: HudiSession,
                                         new_table: Callable[..., HudiTableHandle],
                                         table_type: str, partitioned: bool) -> None:
     handle = new_table(table_type, partitioned)
-    first = handle.insert(_df(hudi_session, BASE))
+    first = handle.insert(_df(hudi_session, BASE), **{"hoodie.parquet.compression.codec": "zstd"})
     assert first.action == ("deltacommit" if table_type == "MERGE_ON_READ" else "commit")
+    assert {pq.ParquetFile(f).metadata.row_group(0).column(0).compression
+            for f in Path(handle.path).rglob("*.parquet")} == {"ZSTD"}
     assert _spark_rows(handle) == sorted(BASE)
     # u2 updated (newer ts), u3 stale update loses, u5 inserted
     handle.upsert(_df(hudi_session, [("u2", 2, "rider-B", 25.0, "sf"),
@@ -83,6 +87,8 @@ def test_bad_input_is_refused_and_table_unchanged(hudi_session: HudiSession,
                                             " city string"))
     with pytest.raises(WriteError, match="unknown write operation 'merge'"):
         handle.write(_df(hudi_session, BASE), "merge")
+    with pytest.raises(WriteError, match=r"compression\.codec='lzma' is not a parquet codec"):
+        handle.upsert(_df(hudi_session, BASE), **{"hoodie.parquet.compression.codec": "lzma"})
     with pytest.raises(WriteError, match="'u1' is already in the table"):
         handle.insert(_df(hudi_session, BASE[:1]))
     after = sorted(p.name for p in __import__("pathlib").Path(handle.path).rglob("*"))
