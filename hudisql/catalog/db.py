@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import sqlalchemy as sa
@@ -144,8 +146,10 @@ def _setup_sqlite(engine: Engine, busy_timeout: float) -> None:
         # Python's sqlite3 would otherwise open transactions lazily and never as IMMEDIATE.
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
         cur.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+        cur.close()
+        enable_wal(dbapi_conn, busy_timeout)
+        cur = dbapi_conn.cursor()
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()
 
@@ -155,6 +159,34 @@ def _setup_sqlite(engine: Engine, busy_timeout: float) -> None:
         # upgrades fails with SQLITE_BUSY when another writer got there first.
         write = conn.get_execution_options().get("hudisql_write", False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def enable_wal(dbapi_conn: Any, busy_timeout: float,
+               on_retry: Callable[[], None] | None = None) -> None:
+    """Put the SQLite database of ``dbapi_conn`` in WAL mode, retrying while it is locked.
+
+    Switching the journal mode needs the database to itself, and SQLite may answer
+    "database is locked" at once, without waiting out the busy timeout, when another
+    process opens (or switches) the same new database at that moment. So the switch is
+    retried until ``busy_timeout`` has passed; ``on_retry`` runs before each retry.
+
+    Raises:
+        sqlite3.OperationalError: still locked after ``busy_timeout`` seconds.
+    """
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        cur = dbapi_conn.cursor()
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        finally:
+            cur.close()
+        if on_retry is not None:
+            on_retry()
+        time.sleep(0.005)  # back off a little: the other connection is mid-transaction
 
 
 def is_sqlite(engine: Engine) -> bool:
