@@ -4,6 +4,8 @@
 interpreter, Python data sources receive the filters Spark pushes, and the ``hudi`` data
 source is registered. :class:`HudiSession` owns that SparkSession and the hudisql options
 (``hoodie.*`` keys); :meth:`HudiSession.table` returns a :class:`HudiTableHandle`.
+Live sessions are known by their SparkSession, so that ``df.write.format("hudi").save()``
+to a managed catalog table's location commits through that table's handle (a write id).
 
 Until the persistent catalog lands, table names live in Spark's session catalog
 (``CREATE TABLE t USING hudi LOCATION '...'``).
@@ -12,10 +14,13 @@ Until the persistent catalog lands, table names live in Spark's session catalog
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import sys
 import sysconfig
 import tempfile
+import threading
+import weakref
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -32,6 +37,7 @@ if TYPE_CHECKING:
     from hudisql.catalog import Catalog, TableName
     from hudisql.table import HudiTable
     from hudisql.write.commit import StepHook
+    from hudisql.write.dataframe_writer import Committer
     from hudisql.write.dml import DmlResult, DmlTable, MergeBuilder, Value
     from hudisql.write.pipeline import WriteResult
 
@@ -57,6 +63,11 @@ HUDI_OPTION_PREFIXES = ("hoodie.", "hudisql.")
 
 #: A statement router: given the session and one SQL text, returns its result DataFrame.
 StatementRouter = Callable[["HudiSession", str], "DataFrame"]
+
+#: The live (not stopped) HudiSessions, weakly held, keyed in the order they were made.
+_LIVE_SESSIONS: weakref.WeakValueDictionary[int, HudiSession] = weakref.WeakValueDictionary()
+_LIVE_KEYS = itertools.count()
+_LIVE_LOCK = threading.Lock()
 
 
 def _package_root() -> Path:
@@ -117,7 +128,44 @@ def register_data_source(spark: SparkSession) -> None:
     from hudisql.write.dataframe_writer import install
 
     spark.dataSource.register(HudiDataSource)
-    install()
+    install(_committer_for)
+
+
+def _live_sessions(spark: SparkSession) -> list[HudiSession]:
+    """The live HudiSessions over ``spark`` (the same Python SparkSession), oldest first."""
+    with _LIVE_LOCK:
+        sessions = list(_LIVE_SESSIONS.values())
+    return [s for s in sessions if s.spark is spark]
+
+
+def _committer_for(spark: SparkSession, path: str) -> Committer | None:
+    """Who commits a ``df.write.format("hudi")`` save to ``path``: the handle of the managed
+    table there in the catalog of the first live session over ``spark`` that has one (its
+    commit then runs inside a catalog write id); None when no catalog manages ``path``.
+
+    External tables are left out: catalogs refresh them from their timeline when it moves.
+
+    Raises:
+        CatalogError: a session's catalog cannot be opened or read (nothing is written).
+    """
+    from hudisql.sql import SqlRouter
+
+    for session in _live_sessions(spark):
+        if not isinstance(session.router, SqlRouter):
+            continue
+        try:
+            entries = session.catalog.tables_at(path)
+        except HudiSqlError as exc:
+            exc.add_note(f"df.write.format('hudi').save({path!r}) was refused: it asks the "
+                         "session's catalog whether the path is a managed table's, to commit "
+                         "inside a write id; make the catalog reachable and save again")
+            raise
+        managed = [e for e in entries if e.managed]
+        if managed:
+            handle = HudiTableHandle(session=session, name=str(managed[0].name), path=path,
+                                     managed_name=managed[0].name)
+            return handle._commit
+    return None
 
 
 def connect(
@@ -182,6 +230,11 @@ class HudiSession:
     options: dict[str, str] = field(default_factory=dict)
     #: The SQL front-end's statement router; None passes every statement to Spark as is.
     router: StatementRouter | None = None
+
+    def __post_init__(self) -> None:
+        # Known by its SparkSession until stopped: df.write saves find its catalog.
+        with _LIVE_LOCK:
+            _LIVE_SESSIONS[next(_LIVE_KEYS)] = self
 
     def sql(self, text: str) -> DataFrame:
         """Run one SQL statement; returns its result as a Spark DataFrame.
@@ -272,9 +325,13 @@ class HudiSession:
         return HudiTableHandle(session=self, name=None, path=location)
 
     def stop(self) -> None:
-        """Close the catalog and stop the underlying SparkSession."""
+        """Close the catalog and stop the underlying SparkSession; ``df.write`` saves no longer
+        consult this session's catalog."""
         from hudisql.sql import SqlRouter
 
+        with _LIVE_LOCK:
+            for key in [k for k, live in _LIVE_SESSIONS.items() if live is self]:
+                del _LIVE_SESSIONS[key]
         if isinstance(self.router, SqlRouter):
             self.router.close()
         self.spark.stop()
@@ -394,10 +451,13 @@ class HudiTableHandle:
             WriteError: unknown operation or records that do not fit (nothing written).
             CommitConflictError: a concurrent write touched the same file groups.
         """
+        return self._commit(df, operation, {**self.session.options, **options})
+
+    def _commit(self, df: DataFrame, operation: str, options: dict[str, str]) -> WriteResult:
+        """One commit of ``df`` with exactly ``options``, inside :meth:`_bracket`."""
         from hudisql.write.pipeline import SparkWriter
 
-        merged = {**self.session.options, **options}
-        writer = SparkWriter(self.session.spark, self.path, merged, on_step=self._on_step())
+        writer = SparkWriter(self.session.spark, self.path, options, on_step=self._on_step())
         with self._bracket():
             return writer.write(df, operation)
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from hudisql.catalog import db
 from hudisql.catalog.cache import CacheStats, MetastoreCache
@@ -130,6 +130,11 @@ class Catalog(abc.ABC):
         table_id: int | None = None,
     ) -> TableEntry:
         """The table's entry, fresh for ``valid_write_ids`` (from the cache when it may be)."""
+
+    @abc.abstractmethod
+    def tables_at(self, location: str) -> list[TableEntry]:
+        """The tables whose location is ``location`` (compared by :func:`normalize_location`),
+        read fresh from the database, sorted by name; empty when none is there."""
 
     @abc.abstractmethod
     def allocate_write_id(self, identifier: TableIdentifier) -> WriteId:
@@ -426,6 +431,15 @@ class SqlCatalog(Catalog):
         self.cache.mark_checked(entry.table_id, now)
         return entry
 
+    def tables_at(self, location: str) -> list[TableEntry]:
+        """The tables whose location is ``location`` (compared by :func:`normalize_location`),
+        read fresh from the database (not from the cache), sorted by name."""
+        wanted = normalize_location(location)
+        found = [self.store.read_table(table_id)
+                 for table_id, where in self.store.table_locations()
+                 if normalize_location(where) == wanted]
+        return sorted((e for e in found if e is not None), key=lambda e: e.name)
+
     # ----------------------------------------------------------- write ids
 
     def allocate_write_id(self, identifier: TableIdentifier) -> WriteId:
@@ -465,6 +479,20 @@ class SqlCatalog(Catalog):
 def sqlite_url(warehouse: str) -> str:
     """The default catalog: a SQLite file in the warehouse directory."""
     return "sqlite:///" + os.path.join(os.path.abspath(warehouse), "hudisql_catalog.db")
+
+
+def normalize_location(location: str) -> str:
+    """One spelling of a table location, to compare two: a local path or ``file:`` URI
+    (``file:/p``, ``file:///p``, ``file://localhost/p``, percent-encoded or not) becomes an
+    absolute normalized path; another URI (``s3://...``) loses its trailing ``/``."""
+    text = str(location)
+    if text.startswith("file:"):
+        text = unquote(text.removeprefix("file:"))
+        if text.startswith("//"):
+            text = text[2:].removeprefix("localhost")
+    elif "://" in text:
+        return text.rstrip("/") or text
+    return os.path.normpath(os.path.abspath(text))
 
 
 def _make_parent(path: str, uri: str) -> None:

@@ -156,6 +156,12 @@ class CatalogStore:
         with db.read_connection(self.engine, "prewarming the catalog cache") as conn:
             return self._read(conn, sa.true())
 
+    def table_locations(self) -> list[tuple[int, str]]:
+        """Every table's id and location as stored (one query; no other metadata read)."""
+        with db.read_connection(self.engine, "listing the tables' locations") as conn:
+            rows = conn.execute(sa.select(db.tables.c.table_id, db.tables.c.location)).all()
+        return [(int(r.table_id), str(r.location)) for r in rows]
+
     def _read(self, conn: Connection, where: Any) -> tuple[list[TableEntry], int]:
         stmt = (
             sa.select(db.tables, db.write_ids.c.write_id, db.write_ids.c.state, _HEAD)

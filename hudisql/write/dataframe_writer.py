@@ -10,9 +10,11 @@ intercepted on the driver instead (:func:`install`, called by ``hudisql.connect(
 runs :class:`~hudisql.write.pipeline.SparkWriter`, the same jobs and commit protocol as
 ``table.upsert(df)``: one task per file slice, write tokens per task attempt, stats only
 from successful attempts, stray base files of failed attempts removed at commit, the
-instant rolled back on any failure. Other formats go to Spark unchanged. Limits: the
-interception works in the Python driver that imported hudisql (not through Spark Connect
-or from the JVM), and ``saveAsTable`` is not intercepted.
+instant rolled back on any failure. When the path is the location of a managed catalog
+table, a *committer lookup* given to :func:`install` (the session's) runs the commit instead,
+inside a catalog write id, so that other sessions' catalog caches see it. Other formats go
+to Spark unchanged. Limits: the interception works in the Python driver that imported
+hudisql (not through Spark Connect or from the JVM), and ``saveAsTable`` is not intercepted.
 
 Options (Hudi's names): ``hoodie.table.name``, ``hoodie.datasource.write.recordkey.field``
 (comma-separated), ``...precombine.field``, ``...partitionpath.field`` (or
@@ -28,13 +30,14 @@ options are write options (lock provider, concurrency mode...). Save modes: ``ap
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hudisql.errors import TableNotFoundError, WriteError
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
     from hudisql.table.table import HudiTable
     from hudisql.write.pipeline import WriteResult
@@ -52,6 +55,15 @@ _MODE_ALIASES = {"error": "errorifexists", "default": "errorifexists"}
 _TABLE_TYPES = {"COPY_ON_WRITE": "COPY_ON_WRITE", "COW": "COPY_ON_WRITE",
                 "MERGE_ON_READ": "MERGE_ON_READ", "MOR": "MERGE_ON_READ"}
 _OVERWRITE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
+
+#: Runs one save's commit, ``(df, operation, write options)``, and returns its result.
+Committer = Callable[["DataFrame", str, dict[str, str]], "WriteResult"]
+#: Given a save's SparkSession and base path, the committer that must run its commit (one
+#: that brackets it in a catalog write id), or None: the save writes the path directly.
+CommitterLookup = Callable[["SparkSession", str], "Committer | None"]
+
+#: The lookup :func:`install` was last given (the interception of ``save`` consults it).
+_committer_lookup: CommitterLookup | None = None
 
 
 @dataclass(frozen=True)
@@ -148,8 +160,12 @@ def _create(request: SaveRequest, df: DataFrame) -> None:
     create_table(request.path, name, schema, keys, partitions, precombine, table_type, extra)
 
 
-def save(df: DataFrame, request: SaveRequest) -> WriteResult | None:
+def save(df: DataFrame, request: SaveRequest,
+         committer_for: CommitterLookup | None = None) -> WriteResult | None:
     """Write ``df`` to the Hudi table at ``request.path`` (created when absent) as one commit.
+
+    ``committer_for`` is asked, once the request is checked, who runs the commit (see
+    :data:`CommitterLookup`); without it, or when it answers None, the path is written here.
 
     Returns:
         The commit's result; None when mode ``ignore`` found a table there.
@@ -182,6 +198,9 @@ def save(df: DataFrame, request: SaveRequest) -> WriteResult | None:
         _create(request, df)
     options = {k: v for k, v in request.options.items() if k.startswith(("hoodie.", "hudisql."))}
     spark = df.sparkSession
+    committer = committer_for(spark, request.path) if committer_for is not None else None
+    if committer is not None:
+        return committer(df, operation, options)
     return SparkWriter(spark, request.path, options).write(df, operation)
 
 
@@ -191,14 +210,19 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def install() -> None:
+def install(committer_for: CommitterLookup | None = None) -> None:
     """Route ``DataFrameWriter.save`` of format ``hudi`` to :func:`save` (idempotent).
 
-    The writer's ``format``/``mode``/``option(s)``/``partitionBy`` calls are recorded on the
-    Python object as they go to the JVM, so ``save`` knows them without asking the JVM.
+    ``committer_for`` (when given) replaces the lookup every later save consults to find who
+    commits it (the session's: a managed catalog table's handle). The writer's
+    ``format``/``mode``/``option(s)``/``partitionBy`` calls are recorded on the Python object
+    as they go to the JVM, so ``save`` knows them without asking the JVM.
     """
     from pyspark.sql.readwriter import DataFrameWriter
 
+    global _committer_lookup
+    if committer_for is not None:
+        _committer_lookup = committer_for
     if getattr(DataFrameWriter, "_hudisql_installed", False):
         return
     original = {name: getattr(DataFrameWriter, name)
@@ -252,7 +276,7 @@ def install() -> None:
                              "(save(path) or option path)")
         request = SaveRequest(os.fspath(where), current["mode"], dict(current["options"]),
                               current["partition_by"])
-        save(self._df, request)
+        save(self._df, request, _committer_lookup)
 
     DataFrameWriter.format = format_  # type: ignore[method-assign]
     DataFrameWriter.mode = mode_  # type: ignore[method-assign]
