@@ -16,6 +16,7 @@ from hudisql.catalog.entry import (
     TableName,
     TableSnapshot,
     TimelineSummary,
+    normalize_name,
 )
 from hudisql.catalog.events import EventType, NotificationEvent
 from hudisql.catalog.lock import CatalogLockProvider
@@ -42,4 +43,5 @@ __all__ = [
     "WriteId",
     "WriteTransaction",
     "load_catalog",
+    "normalize_name",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -28,6 +29,7 @@ from hudisql.catalog.entry import (
     TimelineSummary,
 )
 from hudisql.catalog.external import read_table_state, timeline_summary
+from hudisql.catalog.legacy_names import NameFix
 from hudisql.catalog.lock import CatalogLockProvider
 from hudisql.catalog.poller import NotificationPoller
 from hudisql.catalog.store import CatalogStore, WriteId
@@ -35,6 +37,8 @@ from hudisql.catalog.write_ids import ValidWriteIdList
 from hudisql.errors import CatalogError, CatalogUnavailableError, TableNotFoundError
 from hudisql.table.properties import TableProperties
 from hudisql.table.storage import Storage
+
+_log = logging.getLogger(__name__)
 
 
 class WriteTransaction:
@@ -203,6 +207,11 @@ class SqlCatalog(Catalog):
     ``prewarm`` (load every table at start), ``external_check_interval`` (seconds between
     timeline checks of an external table; 0: on every load).
 
+    Database and table names are case-insensitive and stored in lower case (see
+    :class:`TableName`). Names an earlier hudisql stored in mixed case are renamed to lower
+    case when the catalog opens (:mod:`hudisql.catalog.legacy_names`); ``name_fixes`` lists
+    the renames this instance made.
+
     Raises:
         CatalogUnavailableError: the database cannot be reached.
     """
@@ -224,8 +233,11 @@ class SqlCatalog(Catalog):
         self.external_check_interval = _float(properties.get("external_check_interval"), 0.0)
         interval = _float(properties.get("poll_interval"), 0.2)
         self.poller = NotificationPoller(self.store, self.cache, interval or 1.0)
+        self.name_fixes: list[NameFix] = []
         try:
             db.initialize(self.engine, time.time())
+            self.name_fixes = self.store.normalize_stored_names()
+            _log_name_fixes(self.name_fixes)
             if _bool(properties.get("prewarm"), True):
                 self.prewarm()
             else:
@@ -474,6 +486,20 @@ class SqlCatalog(Catalog):
     def abort_write(self, write: WriteId) -> None:
         """Abort ``write``; raises CatalogError when it is not open."""
         self.store.abort_write(write)
+
+
+def _log_name_fixes(fixes: list[NameFix]) -> None:
+    for fix in fixes:
+        kind = "database" if fix.table is None else "table"
+        if fix.clashed:
+            _log.warning(
+                "catalog %s %s was renamed to %s, not %s: names are case-insensitive now and "
+                "another %s holds that name; its data is untouched (give it a name of your "
+                "choice with ALTER TABLE %s RENAME TO ...)", kind, fix.old, fix.new, fix.wanted,
+                kind, fix.new if fix.table is not None else f"{fix.new}.<table>")
+        else:
+            _log.info("catalog %s %s is now named %s (names are stored in lower case)",
+                      kind, fix.old, fix.new)
 
 
 def sqlite_url(warehouse: str) -> str:

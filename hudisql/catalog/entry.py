@@ -18,12 +18,45 @@ from hudisql.errors import CatalogError, TableNotFoundError
 
 DEFAULT_DATABASE = "default"
 
+
+def normalize_name(name: str) -> str:
+    """A database or table name as the catalog keeps and compares it: in lower case.
+
+    Names are case-insensitive, as in Spark SQL and the Hive metastore (which stores names
+    lowercased): ``Trips``, ``trips`` and ``TRIPS`` name one table. Quoted identifiers
+    (```Trips```) are folded too, as Hive folds them. Column names are not catalog names:
+    they keep their case. Always lower case, whatever ``spark.sql.caseSensitive`` says:
+    the metastore's rule, not the analyzer's.
+    """
+    return name.lower()
+
+
 @dataclass(frozen=True, order=True)
 class TableName:
-    """A table's full name: its database and its name, both taken literally."""
+    """A table's full name: its database and its name, both folded to lower case.
+
+    This is the one place where table names are normalized (:func:`normalize_name`):
+    every ``TableName``, whether made from a user's string, a parsed SQL statement, a
+    catalog row or a notification-log message, holds lower-case parts. So every catalog
+    operation that takes a name (create, drop, rename, alter, register, load, resolve,
+    write ids) stores and looks up one spelling, the database's unique key on
+    ``(db_name, name)`` refuses ``T`` beside ``t``, and dicts keyed by names (a
+    statement's snapshot, the router's entries) agree, with no ``lower()`` at each call.
+    Folding at construction rather than in the store keeps the rule out of SQL: the
+    database compares names exactly (and can use its index), never with its own
+    ``lower()``, which differs from Python's for non-ASCII letters on SQLite.
+    Database names given as plain strings go through :func:`normalize_name` in the store.
+    Names an earlier hudisql stored in mixed case are lowercased when a catalog opens
+    (:mod:`hudisql.catalog.legacy_names`).
+    """
 
     database: str
     table: str
+
+    def __post_init__(self) -> None:
+        # A frozen dataclass: fields are set once, here, through object.__setattr__.
+        object.__setattr__(self, "database", normalize_name(self.database))
+        object.__setattr__(self, "table", normalize_name(self.table))
 
     def __str__(self) -> str:
         return f"{self.database}.{self.table}"
@@ -55,9 +88,9 @@ class TableName:
         return cls(database, table)
 
 
-#: A table name: ``(database, table)`` taken literally, a :class:`TableName`, or a string
-#: ``"table"`` (default database) or ``"database.table"`` (split at the first dot). Names
-#: that contain a dot must be given as a tuple.
+#: A table name: ``(database, table)`` taken literally but for case, a :class:`TableName`, or
+#: a string ``"table"`` (default database) or ``"database.table"`` (split at the first dot).
+#: Names that contain a dot must be given as a tuple. Case never matters (see TableName).
 TableIdentifier = str | tuple[str, str] | TableName
 
 

@@ -26,8 +26,16 @@ from hudisql.catalog.entry import (
     TableSnapshot,
     TimelineSummary,
     dumps,
+    normalize_name,
 )
 from hudisql.catalog.events import EventType, NotificationEvent
+from hudisql.catalog.legacy_names import (
+    NameFix,
+    StoredDatabase,
+    StoredTable,
+    needs_fixes,
+    plan_fixes,
+)
 from hudisql.catalog.write_ids import ValidWriteIdList
 from hudisql.errors import CatalogError, TableAlreadyExistsError, TableNotFoundError
 
@@ -188,11 +196,12 @@ class CatalogStore:
         return [NotificationEvent.from_row(r) for r in rows]
 
     def list_tables(self, database: str) -> list[TableName]:
-        """The names of the tables in ``database``, sorted.
+        """The names of the tables in ``database`` (any case), sorted.
 
         Raises:
             CatalogError: the database does not exist.
         """
+        database = normalize_name(database)
         with db.read_connection(self.engine, f"listing the tables of {database}") as conn:
             _require_database(conn, database)
             rows = conn.execute(
@@ -211,13 +220,14 @@ class CatalogStore:
         self, name: str, location: str | None = None,
         properties: Mapping[str, str] | None = None, exist_ok: bool = False,
     ) -> None:
-        """Create database ``name``.
+        """Create database ``name``, stored in lower case (names are case-insensitive).
 
         Raises:
-            CatalogError: it exists (unless ``exist_ok``) or the name is empty.
+            CatalogError: it exists in any case (unless ``exist_ok``) or the name is empty.
         """
         if not name:
             raise CatalogError("a database name must not be empty")
+        name = normalize_name(name)
         with self._write(f"creating database {name!r}") as tx:
             exists = tx.conn.execute(
                 sa.select(db.databases.c.name).where(db.databases.c.name == name)).first()
@@ -232,11 +242,12 @@ class CatalogStore:
             tx.emit(EventType.CREATE_DATABASE, None, None, None, {"database": name}, name)
 
     def drop_database(self, name: str, cascade: bool = False, missing_ok: bool = False) -> None:
-        """Drop database ``name`` (with its tables when ``cascade``).
+        """Drop database ``name`` (any case; with its tables when ``cascade``).
 
         Raises:
             CatalogError: it does not exist, is ``default``, or holds tables without cascade.
         """
+        name = normalize_name(name)
         if name == "default":
             raise CatalogError("the default database cannot be dropped")
         with self._write(f"dropping database {name!r}") as tx:
@@ -256,6 +267,46 @@ class CatalogStore:
                 self._drop(tx, table_id)
             tx.conn.execute(sa.delete(db.databases).where(db.databases.c.name == name))
             tx.emit(EventType.DROP_DATABASE, None, None, None, {"database": name}, name)
+
+    def normalize_stored_names(self) -> list[NameFix]:
+        """Rename each database and table an earlier hudisql stored with upper-case letters
+        to its lower-case name (see :mod:`hudisql.catalog.legacy_names`); returns the renames.
+
+        Table ids, locations and files stay; each table gets a ``RENAME_TABLE`` event (a
+        managed table's write id advances, as on any rename), each database a
+        ``CREATE_DATABASE`` of its new name and a ``DROP_DATABASE`` of its old one. A read
+        first checks whether there is anything to do, so a catalog in order is never locked
+        for writing; the check is repeated inside the write, where a concurrent session may
+        already have done the work.
+        """
+        with db.read_connection(self.engine, "checking the case of the catalog's names") as conn:
+            databases, tables = _stored_names(conn)
+        if not needs_fixes((d.name for d in databases), tables):
+            return []
+        with self._write("renaming mixed-case names to lower case") as tx:
+            db_fixes, table_fixes = plan_fixes(*_stored_names(tx.conn))
+            for fix in db_fixes:
+                row = tx.conn.execute(sa.select(db.databases).where(
+                    db.databases.c.name == fix.old_database)).one()
+                tx.conn.execute(sa.insert(db.databases).values(
+                    name=fix.database, location=row.location, properties=row.properties,
+                    created_at=row.created_at))
+                tx.emit(EventType.CREATE_DATABASE, None, None, None,
+                        {"database": fix.database, "renamed_from": fix.old_database},
+                        fix.database)
+            for fix in table_fixes:
+                assert fix.table_id is not None and fix.table is not None
+                tx.conn.execute(sa.update(db.tables).where(db.tables.c.table_id == fix.table_id)
+                                .values(db_name=fix.database, name=fix.table, updated_at=tx.now))
+                self._ddl_events(tx, fix.table_id, EventType.RENAME_TABLE,
+                                 {"old_database": fix.old_database, "old_table": fix.old_table})
+            for fix in db_fixes:
+                tx.conn.execute(sa.delete(db.databases).where(
+                    db.databases.c.name == fix.old_database))
+                tx.emit(EventType.DROP_DATABASE, None, None, None,
+                        {"database": fix.old_database, "renamed_to": fix.database},
+                        fix.old_database)
+        return [*db_fixes, *table_fixes]
 
     # ---------------------------------------------------------------- tables
 
@@ -546,6 +597,15 @@ def _entry(group: Sequence[Any], head: int) -> TableEntry:
         valid_write_ids=_write_id_list(name, row.write_id_hwm, group) if row.managed else None,
         as_of_event=head,
     )
+
+
+def _stored_names(conn: Connection) -> tuple[list[StoredDatabase], list[StoredTable]]:
+    """Every database and table name exactly as stored."""
+    databases = [StoredDatabase(r.name, float(r.created_at)) for r in conn.execute(
+        sa.select(db.databases.c.name, db.databases.c.created_at)).all()]
+    tables = [StoredTable(int(r.table_id), r.db_name, r.name) for r in conn.execute(
+        sa.select(db.tables.c.table_id, db.tables.c.db_name, db.tables.c.name)).all()]
+    return databases, tables
 
 
 def _table_id(conn: Connection, name: TableName) -> int | None:

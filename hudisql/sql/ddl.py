@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from hudisql.catalog import SqlCatalog, TableEntry, TableName
+from hudisql.catalog import SqlCatalog, TableEntry, TableName, normalize_name
 from hudisql.catalog.external import timeline_summary
 from hudisql.errors import CatalogError, TableAlreadyExistsError, WriteError
 from hudisql.parser import commands as c
@@ -213,17 +213,19 @@ def show_tables(ctx: StatementContext, database: str | None, pattern: str | None
     spark = ctx.spark
     db = database or str(spark.catalog.currentDatabase())
     rows: dict[tuple[str, str], tuple[str, str, bool]] = {}
+    # Database names are case-insensitive in Spark and in the catalog alike.
+    in_catalog = normalize_name(db) in ctx.catalog.list_databases()
     if spark.catalog.databaseExists(db):
         defined = SparkTables.of(spark).defined_names()
         for row in spark.sql(ctx.statement.text).collect():
             namespace, table, temporary = row[0], row[1], bool(row[2])
             if (str(namespace).lower(), str(table).lower()) not in defined:
                 rows[(namespace, table)] = (namespace, table, temporary)
-    elif db not in ctx.catalog.list_databases():
+    elif not in_catalog:
         raise CatalogError(
             f"database {db} does not exist; list the databases with SHOW DATABASES"
         )
-    if db in ctx.catalog.list_databases():
+    if in_catalog:
         matches = _pattern(pattern)
         for name in ctx.catalog.list_tables(db):
             if matches(name.table):

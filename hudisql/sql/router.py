@@ -216,7 +216,9 @@ class SqlRouter:
         if not names:
             return None, entries
         database = self.current_database(spark, names)
-        wanted = [n for n in (catalog_name(x, database) for x in names) if n is not None]
+        # Names are case-insensitive: `Trips` and `trips` in one statement are one table.
+        wanted = list(dict.fromkeys(
+            n for n in (catalog_name(x, database) for x in names) if n is not None))
         if not wanted:
             return None, entries
         snapshot = self.catalog.begin_statement(wanted)
