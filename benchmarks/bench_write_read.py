@@ -5,21 +5,24 @@
 
 Builds a MERGE_ON_READ table of ``--rows`` rows (bulk insert), then times: an upsert of
 ``rows/5`` records of which ``--updates`` are updates, against Spark writing the same
-records as plain parquet; a snapshot read (count + sum over every column) against Spark
+records as plain parquet, with Hudi's default small-file handling (the inserts fill the
+smallest file group of each partition, rewritten as a new base file) and with it off
+(``hoodie.parquet.small.file.limit=0``: inserts to new file groups, updates to logs); a
+snapshot read (count + sum over every column) of both tables (same rows) against Spark
 reading the equivalent plain parquet, a one-column read (``read(columns=...)``) against
 the same parquet projection, and against the ``hudi`` (hudi-rs) reader; each read is
 timed ``--repeat`` times and the best kept. The upsert likewise: it runs on ``--repeat``
-identical copies of the table (the last on the table the reads use) and the parquet
-write ``--repeat`` times, best of each. Prints a table with the ratios (goals: upsert
-<= 2.5, read <= 1.5).
+identical copies of the table (the last one kept for the reads) and the parquet write
+``--repeat`` times, best of each. Prints a table with the ratios (goals: upsert <= 2.5,
+read <= 1.5).
 
 Both sides compress parquet with ``--codec`` (the table through Hudi's
 ``hoodie.parquet.compression.codec``, whose default is gzip; Spark's writer through its
 ``compression`` option, whose default is snappy), so the ratios compare the formats, not
 the codecs. The plain parquet read is of the table's final rows (its data columns), written
-by Spark after the upsert. The read is also timed with slices that have logs split by touched
-keys (``hudisql.read.split.touched.keys``, off by default). A last row reads the same number
-of rows from memory through a bare Python data source: the cost of that path itself.
+by Spark after the upsert. The read is also timed with slices that have logs split by
+touched keys (``hudisql.read.split.touched.keys``, off by default). A last row reads the
+same number of rows from memory through a bare Python data source: the cost of that path.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from pyspark.sql.types import StructType
 import hudisql
 from hudisql.read.datasource import read_slice_batches, spark_schema
 from hudisql.read.snapshot import SPLIT_TOUCHED
+from hudisql.table.small_files import SMALL_FILE_LIMIT
 from hudisql.table.write_files import COMPRESSION_CODEC
 from hudisql.table.writer import create_table
 
@@ -60,17 +64,20 @@ def _best(repeat: int, fn: Callable[[], object]) -> float:
     return min(_timed(fn) for _ in range(repeat))
 
 
-def _time_writes(session, handle, batch, work: Path, repeat: int,  # type: ignore[no-untyped-def]
-                 codec: str) -> tuple[float, float]:
-    """Best upsert time over ``repeat`` identical copies of the table, best parquet write."""
+def _time_upserts(session, handle, batch, work: Path, repeat: int,  # type: ignore[no-untyped-def]
+                  label: str, **options: str) -> float:
+    """Best upsert time over ``repeat`` identical copies of the table; the last copy is
+    ``handle``'s table itself when ``label`` is empty, else kept at ``work/label``."""
     copies = [work / f"hudi_copy{i}" for i in range(repeat - 1)]
     for copy in copies:
+        shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(handle.path, copy)
-    targets = [session.table_at(str(c)) for c in copies] + [handle]
-    t_upsert = min(_timed(lambda t=t: t.upsert(batch)) for t in targets)  # type: ignore[misc]
-    t_parquet = _best(repeat, lambda: batch.write.mode("overwrite").option(
-        "compression", codec).parquet(str(work / "plain_upsert")))
-    return t_upsert, t_parquet
+    last = handle
+    if label:
+        shutil.copytree(handle.path, work / label)
+        last = session.table_at(str(work / label))
+    targets = [session.table_at(str(c)) for c in copies] + [last]
+    return min(_timed(lambda t=t: t.upsert(batch, **options)) for t in targets)  # type: ignore[misc]
 
 
 def _memory_source(batch: pa.RecordBatch, partitions: int, rows: int) -> type[DataSource]:
@@ -134,8 +141,13 @@ def main() -> None:
         # The upsert: n_updates existing keys (newer ts), the rest new keys.
         batch = _records(spark, args.rows - n_updates, upsert_rows, 2).cache()
         batch.count()
-        t_upsert, t_parquet_write = _time_writes(session, handle, batch, work, args.repeat,
-                                                 args.codec)
+        # Small files off first (on a copy), then Hudi's defaults on the table itself.
+        t_upsert_off = _time_upserts(session, handle, batch, work, args.repeat, "hudi_off",
+                                     **{SMALL_FILE_LIMIT: "0"})
+        t_upsert = _time_upserts(session, handle, batch, work, args.repeat, "")
+        t_parquet_write = _best(args.repeat, lambda: batch.write.mode("overwrite").option(
+            "compression", args.codec).parquet(str(work / "plain_upsert")))
+        off = session.table_at(str(work / "hudi_off"))
         # The equivalent plain parquet: the table's final rows, data columns only.
         handle.read(columns=SCHEMA.names).write.mode("overwrite").option(
             "compression", args.codec).parquet(str(work / "plain"))
@@ -149,6 +161,7 @@ def main() -> None:
 
         # Reads: best of --repeat runs each (the first also starts Python workers).
         t_read = _best(args.repeat, lambda: scan(handle.read()))
+        t_read_off = _best(args.repeat, lambda: scan(off.read()))
         t_split = _best(args.repeat, lambda: scan(handle.read(**{SPLIT_TOUCHED: "true"})))
         t_parquet_read = _best(args.repeat, lambda: scan(spark.read.parquet(str(work / "plain"))))
         t_narrow = _best(args.repeat, lambda: narrow(handle.read(columns=["fare"])))
@@ -176,8 +189,12 @@ def main() -> None:
     print(f"{'scenario':<34}{'hudisql s':>10}{'baseline s':>12}{'ratio':>8}  goal")
     print(f"{'upsert vs parquet write':<34}{t_upsert:>10.2f}{t_parquet_write:>12.2f}"
           f"{t_upsert / t_parquet_write:>8.2f}  <= 2.5")
+    print(f"{'upsert, small files off':<34}{t_upsert_off:>10.2f}{t_parquet_write:>12.2f}"
+          f"{t_upsert_off / t_parquet_write:>8.2f}  (reported: {SMALL_FILE_LIMIT}=0)")
     print(f"{'snapshot read vs parquet read':<34}{t_read:>10.2f}{t_parquet_read:>12.2f}"
           f"{t_read / t_parquet_read:>8.2f}  <= 1.5")
+    print(f"{'read, table written small off':<34}{t_read_off:>10.2f}{t_parquet_read:>12.2f}"
+          f"{t_read_off / t_parquet_read:>8.2f}  (reported)")
     print(f"{'read split by touched keys':<34}{t_split:>10.2f}{t_parquet_read:>12.2f}"
           f"{t_split / t_parquet_read:>8.2f}  (reported: {SPLIT_TOUCHED})")
     print(f"{'read of 1 column vs parquet':<34}{t_narrow:>10.2f}{t_parquet_narrow:>12.2f}"

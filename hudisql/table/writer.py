@@ -428,7 +428,9 @@ class WriteClient:
         """The slice's stored rows with ``work`` applied, in file order; (rows, updated, deleted).
 
         An update replaces the stored row in place unless its precombine value is smaller
-        (under event-time ordering; see :func:`event_time_field`).
+        (under event-time ordering; see :func:`event_time_field`). Records whose key the
+        slice does not hold are inserts (small-file handling routes them here): they follow
+        the stored rows.
         """
         assert work.file_slice is not None
         storage, props = table.storage, table.properties
@@ -457,6 +459,11 @@ class WriteClient:
             updated = winners.num_rows
             drop = pc.or_(drop, pc.is_in(order_stored, value_set=spots))
             pieces.append((winners, spots))
+            new = pc.is_null(position)
+            if pc.any(new).as_py():
+                inserts = incoming.filter(new)
+                after = pa.array(np.arange(n, n + inserts.num_rows, dtype=np.int64))
+                pieces.append((inserts, after))
         deleted = 0
         if work.deletes:
             gone = pc.is_in(stored_keys, value_set=pa.array([d.record_key for d in work.deletes]))

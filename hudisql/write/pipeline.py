@@ -11,11 +11,15 @@ The driver plans and commits; executors do everything per record, in two Spark j
 2. *existing keys* (Hudi's simple index) of the latest slices of the touched partitions:
    base-file-only slices through Spark's parquet reader, slices with logs merged by the
    core on executors (``mapInArrow``);
-3. *tag*: a Spark join of the two; records without a file group go to new file groups
-   (per partition, ``ceil(records / max records per file)`` ids, by key hash);
+3. *tag*: a Spark join of the two; records without a file group (inserts) fill the
+   partition's small file groups first (:mod:`hudisql.table.small_files`, Hudi's
+   ``hoodie.parquet.small.file.limit``), the rest go to new file groups (per partition,
+   ``ceil(records / max records per file)`` ids), by key hash;
 4. *write* (``repartition`` by file group into at most twice the cores, then
    ``mapInArrow``): each task sorts its rows by file group and writes each contiguous run
-   as one file slice with the core's per-slice functions, returning their write stats.
+   as one file slice with the core's per-slice functions, returning their write stats. A
+   merge-on-read small file that inserts reach is rewritten as a new base file (with its
+   updates), as Hudi's writers do; other merge-on-read groups get a log file.
 
 An upsert whose DataFrame has Hudi's boolean ``_hoodie_is_deleted`` column treats rows
 marked ``true`` as deletes of their keys (merge-on-read: a delete block in the same log
@@ -51,6 +55,12 @@ from hudisql.table.fsview import FileSlice
 from hudisql.table.log.format import DeleteRecord
 from hudisql.table.merge import read_file_slice
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
+from hudisql.table.small_files import (
+    SmallFile,
+    SmallFileSettings,
+    average_record_size,
+    small_files,
+)
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import (
     DEFAULT_COMPRESSION,
@@ -96,6 +106,9 @@ DEFAULT_MAX_RECORDS_PER_FILE = 500_000
 FAULT_AFTER_FILES = "hudisql.write.fault.first.attempt.after.files"
 
 _FILE_ID = "_hudisql_file_id"
+#: True on records small-file handling placed (inserts): a merge-on-read small file is
+#: rewritten only when some reach it.
+_INSERTED = "_hudisql_inserted"
 #: Whether base files carry the ``_hoodie_*`` meta columns (Hudi's default: true).
 META_FIELDS = "hoodie.populate.meta.fields"
 _STATS_SCHEMA = StructType([StructField("stat", StringType()), StructField("attempt", LongType())])
@@ -222,7 +235,8 @@ def _read_keys(spec: _TableSpec, slices: list[FileSlice], head: str | None) -> A
 
 def _write_slices(spec: _TableSpec, operation: str, instant: str,
                   slices: Mapping[tuple[str, str], FileSlice], fault_after: int | None,
-                  expressions: Mapping[str, str] | None = None) -> Any:
+                  expressions: Mapping[str, str] | None = None,
+                  rewrite: frozenset[tuple[str, str]] = frozenset()) -> Any:
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = [b for b in batches if b.num_rows]
         if not rows:
@@ -242,7 +256,7 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
             partition = group.column(PARTITION_PATH)[0].as_py()
             stat = _write_group(table, spec, operation, instant, token, attempt, group,
                                 slices.get((partition, file_id)), partition, file_id,
-                                expressions)
+                                expressions, (partition, file_id) in rewrite)
             yield pa.RecordBatch.from_pylist(
                 [{"stat": json.dumps(stat.to_dict()), "attempt": attempt}],
                 schema=pa.schema([("stat", pa.string()), ("attempt", pa.int64())]))
@@ -253,8 +267,16 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
 
 def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: str, token: str,
                  attempt: int, group: pa.Table, file_slice: FileSlice | None, partition: str,
-                 file_id: str, expressions: Mapping[str, str] | None = None) -> WriteStat:
-    """Write one file group's part of the write in this task; returns its write stat."""
+                 file_id: str, expressions: Mapping[str, str] | None = None,
+                 rewrite: bool = False) -> WriteStat:
+    """Write one file group's part of the write in this task; returns its write stat.
+
+    ``rewrite``: a merge-on-read small file, rewritten as a new base file (as
+    copy-on-write slices always are) instead of getting a log file when inserts reach it.
+    """
+    if _INSERTED in group.column_names:
+        rewrite = rewrite and bool(pc.any(group.column(_INSERTED)).as_py())
+        group = group.drop_columns([_INSERTED])
     storage = table.storage
     if operation == "delete":
         assert file_slice is not None
@@ -280,6 +302,8 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
                    for k in combined.filter(dead).column(RECORD_KEY).to_pylist()]
         if file_slice is None:
             deletes = []  # the driver drops deletes of absent keys: none reach new groups
+        # Records of an existing group are updates, bar the inserts small-file handling
+        # routes to it; only a log file needs the count (a rewrite counts for itself).
         updates = records.num_rows if file_slice is not None else 0
         work = SliceWrite(partition, file_id, file_slice, records=records, updates=updates,
                           deletes=deletes)
@@ -289,7 +313,7 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
         assert records is not None
         return write_base_file(storage, partition, file_id, instant, token, records,
                                spec.schema_text, compression=spec.compression)
-    if spec.is_mor:
+    if spec.is_mor and not rewrite:
         base_file = file_slice.base_file.name if file_slice.base_file is not None else None
         return write_log_file(storage, partition, file_id, file_slice.base_instant, instant,
                               token, records, spec.schema_text, deletes=work.deletes,
@@ -346,6 +370,7 @@ class SparkWriter:
             spec = dataclasses.replace(spec, schema_text=avro_text(evolved),
                                        arrow_schema=avro_to_arrow(evolved))
         _check_columns(df, spec, op)
+        SmallFileSettings.parse(self.options, spec.name)  # refused before any instant
         if expressions is not None and (op != "upsert" or not spec.is_mor):
             raise WriteError(f"table {spec.name}: expression writes are upserts to "
                              f"merge-on-read tables; this is {op} to a "
@@ -432,19 +457,29 @@ class SparkWriter:
                 raise WriteError(f"table {spec.name}: record key {dup[0][0]!r} is already in "
                                  "the table; insert adds new records only: use upsert")
         new_groups = 0
+        rewrite: frozenset[tuple[str, str]] = frozenset()
         if op == "delete" or expressions is not None:  # an expression updates stored keys only
             tagged = tagged.where(F.col(_FILE_ID).isNotNull())
         else:
             if marked:  # deletes of keys the table does not hold: nothing to do
                 tagged = tagged.where(F.col(_FILE_ID).isNotNull()
                                       | ~F.coalesce(F.col(IS_DELETED), F.lit(False)))
-            tagged, new_groups = self._assign_new_groups(tagged, counts)
+            settings = SmallFileSettings.parse(self.options, spec.name)
+            small = ({} if op not in ("upsert", "insert") else small_files(
+                slices.values(), spec.is_mor, settings,
+                average_record_size(table.timeline, settings)))
+            if spec.is_mor:
+                rewrite = frozenset((p, f.file_slice.file_id)
+                                    for p, files in small.items() for f in files)
+            if rewrite:
+                tagged = tagged.withColumn(_INSERTED, F.col(_FILE_ID).isNull())
+            tagged, new_groups = self._assign_new_groups(tagged, counts, small)
         # Every file group in one task; no more tasks than groups or than twice the cores
         # (a task writes its groups one after the other: per-task start-up is the cost).
         groups = max(1, min(len(slices) + new_groups, 2 * self._parallelism()))
         fault = self.options.get(FAULT_AFTER_FILES)
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
-                               expressions)
+                               expressions, rewrite)
         out = tagged.repartition(groups, _FILE_ID).mapInArrow(writer, _STATS_SCHEMA)
         return [WriteStat.from_dict(json.loads(r.stat)) for r in out.collect()]
 
@@ -508,12 +543,16 @@ class SparkWriter:
     def _parallelism(self) -> int:
         return max(1, int(self.spark.sparkContext.defaultParallelism))
 
-    def _assign_new_groups(self, tagged: DataFrame, counts: Mapping[str | None, int]
-                           ) -> tuple[DataFrame, int]:
-        """Untagged records to new file groups: per partition, enough for all its records.
+    def _assign_new_groups(self, tagged: DataFrame, counts: Mapping[str | None, int],
+                           small: Mapping[str, list[SmallFile]]) -> tuple[DataFrame, int]:
+        """Untagged records (inserts) to small file groups, then to new ones, per partition.
 
-        ``counts`` are the partition's records, updates included (an upper bound of its
-        inserts: known without another job); ids that get no record write nothing.
+        ``counts`` are the partition's records, updates included: an upper bound of its
+        inserts, known without another job. Each of the partition's ``small`` files
+        (:mod:`hudisql.table.small_files`) takes a share of that bound up to its capacity,
+        the rest is spread over enough new file ids; a record's share is picked by the hash
+        of its key. As the bound may exceed the inserts, no small file takes more than its
+        capacity (it may take less), and new ids that get no record write nothing.
         Returns the tagged frame and how many new file ids it may use.
         """
         per_file = int(self.options.get(MAX_RECORDS_PER_FILE, DEFAULT_MAX_RECORDS_PER_FILE))
@@ -522,11 +561,32 @@ class SparkWriter:
         pairs: list[Any] = []
         total = 0
         for partition, count in counts.items():
-            n = max(1, math.ceil(count / per_file))
-            total += n
-            pairs += [F.lit(partition), F.array(*[F.lit(new_file_id()) for _ in range(n)])]
-        new_ids = F.create_map(*pairs)[F.col(PARTITION_PATH)]
-        bucket = F.pmod(F.xxhash64(F.col(RECORD_KEY)), F.size(new_ids)) + 1
+            # Ordered shares: (file id, records); a record's hash slot below the running
+            # sum of the shares picks the file id.
+            shares: list[tuple[str, int]] = []
+            left = count
+            for small_file in small.get(str(partition), []) if partition is not None else []:
+                if left <= 0:
+                    break
+                take = min(small_file.capacity, left)
+                shares.append((small_file.file_slice.file_id, take))
+                left -= take
+            if left > 0 or not shares:
+                n = max(1, math.ceil(left / per_file))
+                total += n
+                part, rest = divmod(max(left, n), n)
+                shares += [(new_file_id(), part + (1 if i < rest else 0)) for i in range(n)]
+            bounds, running = [], 0
+            for _, size in shares:
+                running += size
+                bounds.append(running)
+            pairs += [F.lit(partition), F.struct(
+                F.array(*[F.lit(fid) for fid, _ in shares]).alias("ids"),
+                F.array(*[F.lit(b) for b in bounds]).alias("bounds"))]
+        target = F.create_map(*pairs)[F.col(PARTITION_PATH)]
+        slot = F.pmod(F.xxhash64(F.col(RECORD_KEY)), F.element_at(target["bounds"], -1))
+        # 1-based index of the first bound above the slot.
+        index = F.size(F.filter(target["bounds"], lambda b: b <= slot)) + 1
         return tagged.withColumn(
-            _FILE_ID, F.coalesce(F.col(_FILE_ID), F.element_at(new_ids, bucket.cast("int")))
+            _FILE_ID, F.coalesce(F.col(_FILE_ID), F.element_at(target["ids"], index.cast("int")))
         ), total
