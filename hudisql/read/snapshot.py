@@ -11,11 +11,11 @@ file slices (:func:`plan_snapshot`):
 * a slice with log files: read whole by the ``hudi`` data source
   (:data:`hudisql.read.options.WHOLE`); or, with :data:`SPLIT_TOUCHED` ``=true``, split:
   its base file read by Spark's parquet reader minus the keys its logs touch (a broadcast
-  anti-join on base file name and record key; the keys are decoded from the logs on the
-  driver), and the data source reads the merged rows of those keys only
-  (:data:`hudisql.read.options.TOUCHED`). Slices with expression blocks (applied to the
-  whole slice), log files without a base file, or beyond :data:`MAX_TOUCHED_KEYS` touched
-  keys in all are read whole.
+  anti-join on base file name and record key, which only these base files go through; the
+  keys are decoded from the logs on the driver), and the data source reads the merged
+  rows of those keys only (:data:`hudisql.read.options.TOUCHED`). Slices with expression
+  blocks (applied to the whole slice), log files without a base file, or beyond
+  :data:`MAX_TOUCHED_KEYS` touched keys in all are read whole.
 
 Splitting is off by default because it does not pay on full scans: on the 5M-row
 benchmark table (2% of each slice's keys updated), the anti-join costs Spark more than
@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
@@ -174,14 +175,21 @@ def _kind(table: HudiTable, file_slice: FileSlice, snapshot: str, budget: int
 
 def _base_rows(spark: SparkSession, full: StructType, plan: SnapshotPlan) -> DataFrame:
     """The rows of the plan's base files through Spark's parquet reader (in the table's
-    Spark schema ``full``), minus superseded ones."""
+    Spark schema ``full``), minus superseded ones: only the files with superseded rows go
+    through the anti-join."""
     # The table's schema without field metadata: columns a file lacks read as nulls.
     plain = StructType([StructField(f.name, f.dataType, f.nullable) for f in full.fields])
-    rows = spark.read.schema(plain).parquet(*plan.base_files)
     keys = pa.concat_tables(plan.superseded) if plan.superseded else None
     if keys is None or not keys.num_rows:
-        return rows
+        return spark.read.schema(plain).parquet(*plan.base_files)
+    touched = set(pc.unique(keys.column(_FILE)).to_pylist())
+    split = [p for p in plan.base_files if p.rsplit("/", 1)[-1] in touched]
+    rest = [p for p in plan.base_files if p.rsplit("/", 1)[-1] not in touched]
     superseded = spark.createDataFrame(keys)
-    return (rows.withColumn(_FILE, F.col("_metadata.file_name"))
+    rows = (spark.read.schema(plain).parquet(*split)
+            .withColumn(_FILE, F.col("_metadata.file_name"))
             .join(F.broadcast(superseded), [_FILE, RECORD_KEY_COLUMN], "left_anti")
             .drop(_FILE))
+    if rest:
+        rows = spark.read.schema(plain).parquet(*rest).unionByName(rows)
+    return rows
