@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 import hudisql
+from hudisql.catalog import SqlCatalog
 from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table.writer import create_table
 
@@ -36,3 +38,15 @@ def new_table(hudi_session: HudiSession, tmp_path: Path
         return hudi_session.table_at(str(path))
 
     return make
+
+
+@pytest.fixture
+def managed(spark: Any, tmp_path: Path) -> Iterator[tuple[HudiSession, SqlCatalog]]:
+    """A HudiSession on its own SQLite catalog, and a second catalog instance on that database
+    (another session's view, its cache warmed by the tests before their writes)."""
+    url = f"sqlite:///{tmp_path}/catalog.db"
+    ours = SqlCatalog("ours", uri=url, warehouse=str(tmp_path / "wh"), poll_interval=0)
+    theirs = SqlCatalog("theirs", uri=url, warehouse=str(tmp_path / "wh"), poll_interval=0)
+    yield hudisql.connect(spark, warehouse=tmp_path / "wh", catalog=ours), theirs
+    ours.close()
+    theirs.close()

@@ -5,21 +5,17 @@ view) sees, a refused write aborts its write id, and other paths are written as 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame
 
-import hudisql
 from hudisql.catalog import SqlCatalog, ValidWriteIdList
 from hudisql.catalog.catalog import normalize_location
 from hudisql.errors import WriteError
 from hudisql.session import HudiSession
 from hudisql.table import HudiTable
+from tests.write.trips import crash_when_written, frame
 
-COLUMNS = "uuid string, ts long, rider string, fare double, city string"
 Row = tuple[str, int, str, float, str]
 SEED: list[Row] = [("a", 1, "ann", 10.0, "sf"), ("b", 1, "bob", 20.0, "la")]
 CREATE = ("CREATE TABLE {} (uuid STRING, ts BIGINT, rider STRING, fare DOUBLE, city STRING) "
@@ -28,26 +24,6 @@ CREATE = ("CREATE TABLE {} (uuid STRING, ts BIGINT, rider STRING, fare DOUBLE, c
 OPTIONS = {"hoodie.table.name": "plain", "hoodie.datasource.write.recordkey.field": "uuid",
            "hoodie.datasource.write.precombine.field": "ts",
            "hoodie.datasource.write.partitionpath.field": "city"}
-
-
-class Crash(Exception):
-    """An injected failure."""
-
-
-@pytest.fixture
-def managed(spark: Any, tmp_path: Path) -> Iterator[tuple[HudiSession, SqlCatalog]]:
-    """A HudiSession on its own SQLite catalog, and a second catalog instance on that database
-    (another session's view, its cache warmed before the writes)."""
-    url = f"sqlite:///{tmp_path}/catalog.db"
-    ours = SqlCatalog("ours", uri=url, warehouse=str(tmp_path / "wh"), poll_interval=0)
-    theirs = SqlCatalog("theirs", uri=url, warehouse=str(tmp_path / "wh"), poll_interval=0)
-    yield hudisql.connect(spark, warehouse=tmp_path / "wh", catalog=ours), theirs
-    ours.close()
-    theirs.close()
-
-
-def frame(session: HudiSession, rows: list[Row]) -> DataFrame:
-    return session.spark.createDataFrame(rows, COLUMNS)
 
 
 def save(session: HudiSession, rows: list[Row], path: str, **options: str) -> None:
@@ -129,16 +105,8 @@ def test_a_refused_save_aborts_its_write_id_and_leaves_the_table_unchanged(
     assert (ids.high_watermark, ids.aborted_ids) == (start + 1, (start + 1,))
 
     # A failure after the files are written: rolled back, the write id aborted.
-    def crash(event: str, detail: str) -> None:
-        if event == "written":
-            raise Crash(detail)
-
-    session.router.on_write_step = crash  # type: ignore[union-attr]
-    try:
-        with pytest.raises(Crash):
-            save(session, [("a", 2, "ann", 99.0, "sf")], location)
-    finally:
-        session.router.on_write_step = None  # type: ignore[union-attr]
+    with crash_when_written(session):
+        save(session, [("a", 2, "ann", 99.0, "sf")], location)
     ids = write_ids(theirs, "dfw_r")
     assert (ids.high_watermark, ids.aborted_ids) == (start + 2, (start + 1, start + 2))
     assert not ids.open_ids and ids.last_committed() == start

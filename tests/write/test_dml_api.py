@@ -4,17 +4,13 @@ managed tables' writes bracketed by a catalog write id."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import hudi
-import pyarrow as pa
 import pytest
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-import hudisql
 from hudisql.catalog import SqlCatalog
 from hudisql.errors import WriteError
 from hudisql.session import HudiSession, HudiTableHandle
@@ -22,35 +18,12 @@ from hudisql.table import HudiTable
 from hudisql.table.expressions import block_expressions
 from hudisql.table.log.reader import scan_log_file
 from hudisql.write.dml import DmlResult
+from tests.write.trips import Row, check, crash_when_written, frame, spark_rows
 
 pytestmark = pytest.mark.spark
 
-COLUMNS = ["uuid", "ts", "rider", "fare", "city"]
-Row = tuple[Any, ...]
 SEED: list[Row] = [("a", 1, "ann", 10.0, "sf"), ("b", 1, "bob", 20.0, "sf"),
                    ("c", 1, "cid", 30.0, "la"), ("d", 1, "dan", 40.0, "la")]
-
-
-def frame(session: HudiSession, rows: list[Row]) -> DataFrame:
-    return session.spark.createDataFrame(
-        rows, "uuid string, ts long, rider string, fare double, city string")
-
-
-def spark_rows(handle: HudiTableHandle) -> list[Row]:
-    """The table's rows read by the ``hudi`` Spark data source, sorted."""
-    return sorted(tuple(r) for r in handle.read().select(*COLUMNS).collect())
-
-
-def rs_rows(handle: HudiTableHandle) -> list[Row]:
-    """The table's rows read by hudi-rs (the ``hudi`` PyPI reader), sorted."""
-    table = pa.Table.from_batches(hudi.HudiTable(handle.path).read()).select(COLUMNS)
-    return sorted(tuple(r[c] for c in COLUMNS) for r in table.to_pylist())
-
-
-def check(handle: HudiTableHandle, expected: list[Row]) -> None:
-    """Both readers see exactly ``expected``."""
-    assert spark_rows(handle) == sorted(expected)
-    assert rs_rows(handle) == sorted(expected)
 
 
 def snapshot(path: str) -> dict[str, bytes]:
@@ -188,22 +161,6 @@ def test_bad_input_is_refused_naming_the_table_and_leaves_every_file(
     check(handle, SEED)
 
 
-class Crash(Exception):
-    """An injected failure."""
-
-
-@pytest.fixture
-def managed(spark: Any, tmp_path: Path) -> Iterator[tuple[HudiSession, SqlCatalog]]:
-    """A HudiSession on its own SQLite catalog, and a second catalog instance on that database
-    (another session's view)."""
-    url = f"sqlite:///{tmp_path}/catalog.db"
-    ours = SqlCatalog("ours", uri=url, warehouse=str(tmp_path / "wh"), poll_interval=0)
-    theirs = SqlCatalog("theirs", uri=url, warehouse=str(tmp_path / "wh"), poll_interval=0)
-    yield hudisql.connect(spark, warehouse=tmp_path / "wh", catalog=ours), theirs
-    ours.close()
-    theirs.close()
-
-
 def test_a_managed_tables_handle_writes_inside_catalog_write_ids(
     managed: tuple[HudiSession, SqlCatalog],
 ) -> None:
@@ -228,16 +185,8 @@ def test_a_managed_tables_handle_writes_inside_catalog_write_ids(
     # A write that fails after its files are written: rolled back, its write id aborted.
     before = spark_rows(handle)
 
-    def crash(event: str, detail: str) -> None:
-        if event == "written":
-            raise Crash(detail)
-
-    session.router.on_write_step = crash  # type: ignore[union-attr]
-    try:
-        with pytest.raises(Crash):
-            handle.delete("uuid = 'a'")
-    finally:
-        session.router.on_write_step = None  # type: ignore[union-attr]
+    with crash_when_written(session):
+        handle.delete("uuid = 'a'")
     after = write_ids()
     assert after.high_watermark == start + 3 and len(after.aborted_ids) == 1
     assert spark_rows(handle) == before

@@ -8,8 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import hudi
-import pyarrow as pa
 import pytest
 
 from hudisql.errors import WriteError
@@ -24,30 +22,13 @@ from hudisql.table.small_files import (
 )
 from hudisql.write.pipeline import FAULT_AFTER_FILES, MAX_RECORDS_PER_FILE
 from tests.write.test_write_faults import _child as spark_child
+from tests.write.trips import Row, frame, rs_rows, spark_rows
 
 pytestmark = pytest.mark.spark
-
-Row = tuple[str, int, str, float, str]
 
 
 def _rows(n: int, start: int = 0, ts: int = 1, city: str = "sf") -> list[Row]:
     return [(f"k{i:04d}", ts, f"rider-{i}", float(i), city) for i in range(start, start + n)]
-
-
-def _df(session: HudiSession, rows: list[Row]) -> Any:
-    return session.spark.createDataFrame(rows, "uuid string, ts long, rider string, "
-                                               "fare double, city string")
-
-
-def _read(handle: HudiTableHandle) -> list[Row]:
-    df = handle.read().select("uuid", "ts", "rider", "fare", "city")
-    return sorted(tuple(r) for r in df.collect())  # type: ignore[misc]
-
-
-def _oracle(handle: HudiTableHandle) -> list[Row]:
-    table = pa.Table.from_batches(hudi.HudiTable(handle.path).read())
-    cols = table.select(["uuid", "ts", "rider", "fare", "city"]).to_pylist()
-    return sorted(tuple(r.values()) for r in cols)  # type: ignore[misc]
 
 
 def _slices(handle: HudiTableHandle) -> dict[str, FileSlice]:
@@ -73,27 +54,27 @@ def test_copy_on_write_inserts_fill_the_small_file(
         hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
     handle = new_table("COPY_ON_WRITE", partitioned=False)
     first = _rows(4)
-    handle.insert(_df(hudi_session, first))
+    handle.insert(frame(hudi_session, first))
     (group,) = _slices(handle)
     upsert = [("k0001", 2, "rider-x", 99.0, "sf"), *_rows(3, start=10)]
-    handle.upsert(_df(hudi_session, upsert))
+    handle.upsert(frame(hudi_session, upsert))
     slices = _slices(handle)
     assert list(slices) == [group], "the inserts went to the small file group, no new group"
     (stat,) = _last_stats(handle)
     assert (stat["numInserts"], stat["numUpdateWrites"], stat["numWrites"]) == (3, 1, 7)
     expected = _expected(first, upsert)
-    assert _read(handle) == expected
-    assert _oracle(handle) == expected
+    assert spark_rows(handle) == expected
+    assert rs_rows(handle) == expected
 
 
 def test_merge_on_read_rewrites_a_small_base_file_that_takes_inserts(
         hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
     handle = new_table("MERGE_ON_READ", partitioned=False)
     first = _rows(4)
-    handle.insert(_df(hudi_session, first))
+    handle.insert(frame(hudi_session, first))
     (group,) = _slices(handle)
     upsert = [("k0002", 2, "rider-y", 98.0, "sf"), *_rows(2, start=20)]
-    result = handle.upsert(_df(hudi_session, upsert))
+    result = handle.upsert(frame(hudi_session, upsert))
     assert result.action == "deltacommit"
     (file_slice,) = _slices(handle).values()
     assert file_slice.file_id == group
@@ -102,29 +83,29 @@ def test_merge_on_read_rewrites_a_small_base_file_that_takes_inserts(
     (stat,) = _last_stats(handle)
     assert (stat["numInserts"], stat["numUpdateWrites"]) == (2, 1)
     expected = _expected(first, upsert)
-    assert _read(handle) == expected
-    assert _oracle(handle) == expected
+    assert spark_rows(handle) == expected
+    assert rs_rows(handle) == expected
 
 
 def test_merge_on_read_updates_alone_still_go_to_a_log_file(
         hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
     handle = new_table("MERGE_ON_READ", partitioned=False)
     first = _rows(4)
-    handle.insert(_df(hudi_session, first))
+    handle.insert(frame(hudi_session, first))
     update = [("k0000", 3, "rider-z", 1.5, "sf")]
-    handle.upsert(_df(hudi_session, update))
+    handle.upsert(frame(hudi_session, update))
     (file_slice,) = _slices(handle).values()
     assert len(file_slice.log_files) == 1, "no inserts: the small file is not rewritten"
     # A slice with log files takes no inserts (the simple index reads no log keys for
     # placement): they go to a new file group.
     more = _rows(2, start=30)
-    handle.upsert(_df(hudi_session, more))
+    handle.upsert(frame(hudi_session, more))
     slices = _slices(handle)
     assert len(slices) == 2
     assert slices[file_slice.file_id].log_files == file_slice.log_files
     expected = _expected(first, update, more)
-    assert _read(handle) == expected
-    assert _oracle(handle) == expected
+    assert spark_rows(handle) == expected
+    assert rs_rows(handle) == expected
 
 
 @pytest.mark.parametrize("table_type,rewritten", [("MERGE_ON_READ", 1),
@@ -134,13 +115,13 @@ def test_candidates_per_partition(hudi_session: HudiSession,
                                   table_type: str, rewritten: int) -> None:
     handle = new_table(table_type, partitioned=False)
     first = _rows(5)
-    handle.bulk_insert(_df(hudi_session, first), **{MAX_RECORDS_PER_FILE: "3"})
+    handle.bulk_insert(frame(hudi_session, first), **{MAX_RECORDS_PER_FILE: "3"})
     before = _slices(handle)
     assert len(before) == 2
     # Room for about 15 records of 1000 bytes in each small file.
     room = max(s.total_size for s in before.values()) + 15_000
     more = _rows(40, start=100)
-    result = handle.upsert(_df(hudi_session, more), **{
+    result = handle.upsert(frame(hudi_session, more), **{
         MAX_FILE_SIZE: str(room), RECORD_SIZE_ESTIMATE: "1000"})
     after = _slices(handle)
     taken = [fid for fid in before if after[fid].base_instant == result.instant_time]
@@ -152,44 +133,44 @@ def test_candidates_per_partition(hudi_session: HudiSession,
         assert taken == [smallest.file_id]
     assert len(after) > 2
     expected = _expected(first, more)
-    assert _read(handle) == expected
-    assert _oracle(handle) == expected
+    assert spark_rows(handle) == expected
+    assert rs_rows(handle) == expected
 
 
 def test_limit_zero_turns_small_files_off(hudi_session: HudiSession,
                                           new_table: Callable[..., HudiTableHandle]) -> None:
     handle = new_table("COPY_ON_WRITE", partitioned=False)
     first = _rows(4)
-    handle.insert(_df(hudi_session, first))
+    handle.insert(frame(hudi_session, first))
     (group,) = _slices(handle)
     more = _rows(3, start=50)
-    handle.upsert(_df(hudi_session, more), **{SMALL_FILE_LIMIT: "0"})
+    handle.upsert(frame(hudi_session, more), **{SMALL_FILE_LIMIT: "0"})
     slices = _slices(handle)
     assert len(slices) == 2
     assert slices[group].base_instant == handle.core().timeline.completed()[0].timestamp
-    assert _read(handle) == _expected(first, more)
+    assert spark_rows(handle) == _expected(first, more)
 
 
 def test_capacity_bounds_what_a_small_file_takes(
         hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
     handle = new_table("COPY_ON_WRITE", partitioned=False)
     first = _rows(4)
-    handle.insert(_df(hudi_session, first))
+    handle.insert(frame(hudi_session, first))
     (group,) = _slices(handle)
     size = _slices(handle)[group].total_size
     # Room for 5 records of 1000 bytes: of 200 inserts, about 5 go there (by key hash);
     # the rest make new file groups.
     options = {MAX_FILE_SIZE: str(size + 5000), RECORD_SIZE_ESTIMATE: "1000"}
     more = _rows(200, start=1000)
-    handle.upsert(_df(hudi_session, more), **options)
+    handle.upsert(frame(hudi_session, more), **options)
     slices = _slices(handle)
     assert len(slices) > 1
     (stat,) = [s for s in _last_stats(handle) if s["fileId"] == group]
     assert 0 < stat["numInserts"] <= 20
     full = {MAX_FILE_SIZE: str(size)}  # no room at all: the file takes nothing
-    handle.upsert(_df(hudi_session, _rows(10, start=5000)), **full)
+    handle.upsert(frame(hudi_session, _rows(10, start=5000)), **full)
     assert group not in {s["fileId"] for s in _last_stats(handle)}
-    assert _read(handle) == _expected(first, more, _rows(10, start=5000))
+    assert spark_rows(handle) == _expected(first, more, _rows(10, start=5000))
 
 
 @pytest.mark.slow
@@ -198,7 +179,7 @@ def test_rewrite_under_task_retry_commits_once(hudi_session: HudiSession,
                                                ) -> None:
     handle = new_table("MERGE_ON_READ", partitioned=True)
     first = _rows(6) + _rows(6, start=100, city="la")
-    handle.insert(_df(hudi_session, first))
+    handle.insert(frame(hudi_session, first))
     # Each partition's small file takes inserts: rewritten by tasks whose first attempt
     # dies after one file (local[2,4]: Spark retries them).
     upsert = [("k0001", 5, "rider-q", 7.0, "sf"), ("k0900", 1, "rider-n", 3.0, "sf"),
@@ -210,8 +191,8 @@ def test_rewrite_under_task_retry_commits_once(hudi_session: HudiSession,
     assert proc.returncode == 0, err[-3000:]
     result = json.loads(next(x for x in out.splitlines() if x.startswith("RESULT"))[7:])
     expected = _expected(first, upsert)
-    assert _read(handle) == expected
-    assert _oracle(handle) == expected
+    assert spark_rows(handle) == expected
+    assert rs_rows(handle) == expected
     timeline = handle.core().timeline
     assert timeline.last_completed().timestamp == result["instant"]  # type: ignore[union-attr]
     assert not timeline.pending()
@@ -226,11 +207,11 @@ def test_rewrite_under_task_retry_commits_once(hudi_session: HudiSession,
 def test_bad_setting_is_refused_before_any_instant(
         hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
     handle = new_table("MERGE_ON_READ", partitioned=False)
-    handle.insert(_df(hudi_session, _rows(3)))
+    handle.insert(frame(hudi_session, _rows(3)))
     before = sorted((p.relative_to(handle.path), p.read_bytes())
                     for p in Path(handle.path).rglob("*") if p.is_file())
     with pytest.raises(WriteError, match=r"table trips: option hoodie.parquet.small.file.limit"):
-        handle.upsert(_df(hudi_session, _rows(2, start=9)), **{SMALL_FILE_LIMIT: "lots"})
+        handle.upsert(frame(hudi_session, _rows(2, start=9)), **{SMALL_FILE_LIMIT: "lots"})
     after = sorted((p.relative_to(handle.path), p.read_bytes())
                    for p in Path(handle.path).rglob("*") if p.is_file())
     assert after == before
@@ -239,7 +220,7 @@ def test_bad_setting_is_refused_before_any_instant(
 def test_average_record_size_comes_from_the_newest_big_enough_commit(
         hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
     handle = new_table("COPY_ON_WRITE", partitioned=False)
-    handle.insert(_df(hudi_session, _rows(50)))
+    handle.insert(frame(hudi_session, _rows(50)))
     timeline = handle.core().timeline
     stats = _last_stats(handle)
     size = sum(s["totalWriteBytes"] for s in stats)
