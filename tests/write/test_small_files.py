@@ -22,7 +22,7 @@ from hudisql.table.small_files import (
 )
 from hudisql.write.pipeline import FAULT_AFTER_FILES, MAX_RECORDS_PER_FILE
 from tests.write.test_write_faults import _child as spark_child
-from tests.write.trips import Row, frame, rs_rows, spark_rows
+from tests.write.trips import Row, crash_when_written, frame, rs_rows, spark_rows
 
 pytestmark = pytest.mark.spark
 
@@ -229,3 +229,20 @@ def test_average_record_size_comes_from_the_newest_big_enough_commit(
     # Commits under the limit tell nothing: the estimate stands.
     assert average_record_size(timeline, SmallFileSettings(
         limit=size, record_size_estimate=77)) == 77
+
+
+def test_a_failed_rewrite_is_rolled_back_and_the_old_base_file_stays(
+        hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
+    handle = new_table("MERGE_ON_READ", partitioned=False)
+    first = _rows(4)
+    handle.insert(frame(hudi_session, first))
+    (before,) = _slices(handle).values()
+    with crash_when_written(hudi_session):
+        handle.upsert(frame(hudi_session, _rows(3, start=40)))
+    (after,) = _slices(handle).values()
+    assert after == before, "the old base file is still the latest slice"
+    timeline = handle.core().timeline
+    assert [i.action for i in timeline.completed()] == ["deltacommit", "rollback"]
+    assert len(list(Path(handle.path).rglob("*.parquet"))) == 1, "the rewrite's file is gone"
+    assert spark_rows(handle) == sorted(first)
+    assert rs_rows(handle) == sorted(first)
