@@ -141,7 +141,9 @@ def _live_sessions(spark: SparkSession) -> list[HudiSession]:
 def _committer_for(spark: SparkSession, path: str) -> Committer | None:
     """Who commits a ``df.write.format("hudi")`` save to ``path``: the handle of the managed
     table there in the catalog of the first live session over ``spark`` that has one (its
-    commit then runs inside a catalog write id); None when no catalog manages ``path``.
+    commit then runs inside a catalog write id); else a handle of the newest live session
+    over ``spark``; None when there is none. Either way the session's default ``hoodie.*``
+    options (``connect(conf=...)``) apply under the save's own, as for its other writes.
 
     External tables are left out: catalogs refresh them from their timeline when it moves.
 
@@ -162,10 +164,20 @@ def _committer_for(spark: SparkSession, path: str) -> Committer | None:
             raise
         managed = [e for e in entries if e.managed]
         if managed:
-            handle = HudiTableHandle(session=session, name=str(managed[0].name), path=path,
-                                     managed_name=managed[0].name)
-            return handle._commit
+            return _handle_committer(HudiTableHandle(
+                session=session, name=str(managed[0].name), path=path,
+                managed_name=managed[0].name))
+    sessions = _live_sessions(spark)
+    if sessions:
+        return _handle_committer(HudiTableHandle(session=sessions[-1], name=path, path=path))
     return None
+
+
+def _handle_committer(handle: HudiTableHandle) -> Committer:
+    """A committer running saves through ``handle.write`` (session defaults, bracketing)."""
+    def commit(df: DataFrame, operation: str, options: dict[str, str]) -> WriteResult:
+        return handle.write(df, operation, **options)
+    return commit
 
 
 def connect(
@@ -324,9 +336,9 @@ class HudiSession:
         self._open_core(location, None)
         return HudiTableHandle(session=self, name=None, path=location)
 
-    def stop(self) -> None:
-        """Close the catalog and stop the underlying SparkSession; ``df.write`` saves no longer
-        consult this session's catalog."""
+    def close(self) -> None:
+        """Close the catalog and leave the SparkSession running: ``df.write`` saves no longer
+        consult this session (its catalog, its default options)."""
         from hudisql.sql import SqlRouter
 
         with _LIVE_LOCK:
@@ -334,6 +346,10 @@ class HudiSession:
                 del _LIVE_SESSIONS[key]
         if isinstance(self.router, SqlRouter):
             self.router.close()
+
+    def stop(self) -> None:
+        """:meth:`close`, then stop the underlying SparkSession."""
+        self.close()
         self.spark.stop()
 
     def _catalog_location(self, name: str) -> str:

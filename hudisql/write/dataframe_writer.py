@@ -10,9 +10,10 @@ intercepted on the driver instead (:func:`install`, called by ``hudisql.connect(
 runs :class:`~hudisql.write.pipeline.SparkWriter`, the same jobs and commit protocol as
 ``table.upsert(df)``: one task per file slice, write tokens per task attempt, stats only
 from successful attempts, stray base files of failed attempts removed at commit, the
-instant rolled back on any failure. When the path is the location of a managed catalog
-table, a *committer lookup* given to :func:`install` (the session's) runs the commit instead,
-inside a catalog write id, so that other sessions' catalog caches see it. Other formats go
+instant rolled back on any failure. A *committer lookup* given to :func:`install` (the
+session's) may run the commit instead: for the location of a managed catalog table, inside a
+catalog write id, so that other sessions' catalog caches see it; and with the session's
+default ``hoodie.*`` options under the save's own. Other formats go
 to Spark unchanged. Limits: the interception works in the Python driver that imported
 hudisql (not through Spark Connect or from the JVM), and ``saveAsTable`` is not intercepted.
 

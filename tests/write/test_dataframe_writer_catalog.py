@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
+import hudisql
 from hudisql.catalog import SqlCatalog, ValidWriteIdList
 from hudisql.catalog.catalog import normalize_location
 from hudisql.errors import WriteError
@@ -150,6 +153,32 @@ def test_a_save_to_an_external_tables_location_takes_no_write_id(
     assert theirs.store.head_event_id() == head
     assert registered.timeline.last_completed != last_completed(path)
     assert theirs.load_table("dfw_x").timeline.last_completed == last_completed(path)
+
+
+@pytest.mark.spark
+def test_a_save_takes_the_sessions_default_options_under_its_own(
+        spark: Any, tmp_path: Path) -> None:
+    """``connect(conf={"hoodie...": ...})`` defaults apply to ``df.write`` as to the session's
+    other writes (the newest live session over the SparkSession), the save's own options
+    winning; once the session is closed they no longer apply."""
+    session = hudisql.connect(spark, warehouse=tmp_path / "wh",
+                              conf={"hoodie.parquet.compression.codec": "zstd"})
+    try:
+        save(session, SEED, str(tmp_path / "by_default"), **OPTIONS)
+        save(session, SEED, str(tmp_path / "own"),
+             **{**OPTIONS, "hoodie.parquet.compression.codec": "snappy"})
+    finally:
+        session.close()
+    save(session, SEED, str(tmp_path / "closed"), **OPTIONS)
+    assert codecs(tmp_path / "by_default") == {"ZSTD"}
+    assert codecs(tmp_path / "own") == {"SNAPPY"}
+    assert codecs(tmp_path / "closed") == {"GZIP"}
+    assert session.spark.range(1).count() == 1, "close() leaves Spark running"
+
+
+def codecs(path: Path) -> set[str]:
+    return {pq.ParquetFile(f).metadata.row_group(0).column(0).compression
+            for f in path.rglob("*.parquet")}
 
 
 def test_tables_at_compares_locations_however_they_are_spelled(tmp_path: Path) -> None:
