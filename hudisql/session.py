@@ -5,10 +5,8 @@ interpreter, Python data sources receive the filters Spark pushes, and the ``hud
 source is registered. :class:`HudiSession` owns that SparkSession and the hudisql options
 (``hoodie.*`` keys); :meth:`HudiSession.table` returns a :class:`HudiTableHandle`.
 Live sessions are known by their SparkSession, so that ``df.write.format("hudi").save()``
-to a managed catalog table's location commits through that table's handle (a write id).
-
-Until the persistent catalog lands, table names live in Spark's session catalog
-(``CREATE TABLE t USING hudi LOCATION '...'``).
+commits through a table handle: with the session's default options, and for a managed
+catalog table's location inside a catalog write id.
 """
 
 from __future__ import annotations
@@ -467,13 +465,10 @@ class HudiTableHandle:
             WriteError: unknown operation or records that do not fit (nothing written).
             CommitConflictError: a concurrent write touched the same file groups.
         """
-        return self._commit(df, operation, {**self.session.options, **options})
-
-    def _commit(self, df: DataFrame, operation: str, options: dict[str, str]) -> WriteResult:
-        """One commit of ``df`` with exactly ``options``, inside :meth:`_bracket`."""
         from hudisql.write.pipeline import SparkWriter
 
-        writer = SparkWriter(self.session.spark, self.path, options, on_step=self._on_step())
+        merged = {**self.session.options, **options}
+        writer = SparkWriter(self.session.spark, self.path, merged, on_step=self._on_step())
         with self._bracket():
             return writer.write(df, operation)
 

@@ -34,6 +34,7 @@ from hudisql.table.fsview import FileSlice
 from hudisql.table.timeline import Timeline
 
 __all__ = [
+    "INSERT_SPLIT_SIZE",
     "MAX_FILE_SIZE",
     "RECORD_SIZE_ESTIMATE",
     "SMALL_FILE_CANDIDATES",
@@ -52,9 +53,11 @@ MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 RECORD_SIZE_ESTIMATE = "hoodie.copyonwrite.record.size.estimate"
 #: Merge-on-read: how many small slices per partition take inserts (Hudi's default: 1).
 SMALL_FILE_CANDIDATES = "hoodie.merge.small.file.group.candidates.limit"
+#: Records per new file group, for the inserts small files do not take.
+INSERT_SPLIT_SIZE = "hoodie.copyonwrite.insert.split.size"
 
 _DEFAULTS = {SMALL_FILE_LIMIT: 104_857_600, MAX_FILE_SIZE: 125_829_120,
-             RECORD_SIZE_ESTIMATE: 1024, SMALL_FILE_CANDIDATES: 1}
+             RECORD_SIZE_ESTIMATE: 1024, SMALL_FILE_CANDIDATES: 1, INSERT_SPLIT_SIZE: 500_000}
 _COMMIT_ACTIONS = ("commit", "deltacommit", "replacecommit")
 #: How many of the newest commits the record size estimate looks at (module notes).
 RECENT_COMMITS = 30
@@ -76,6 +79,7 @@ class SmallFileSettings:
     max_file_size: int = _DEFAULTS[MAX_FILE_SIZE]
     record_size_estimate: int = _DEFAULTS[RECORD_SIZE_ESTIMATE]
     candidates: int = _DEFAULTS[SMALL_FILE_CANDIDATES]
+    insert_split_size: int = _DEFAULTS[INSERT_SPLIT_SIZE]
 
     @classmethod
     def parse(cls, options: Mapping[str, str], table_name: str) -> SmallFileSettings:
@@ -98,7 +102,8 @@ class SmallFileSettings:
             return value
 
         return cls(setting(SMALL_FILE_LIMIT, 0), setting(MAX_FILE_SIZE, 1),
-                   setting(RECORD_SIZE_ESTIMATE, 1), setting(SMALL_FILE_CANDIDATES, 0))
+                   setting(RECORD_SIZE_ESTIMATE, 1), setting(SMALL_FILE_CANDIDATES, 0),
+                   setting(INSERT_SPLIT_SIZE, 1))
 
 
 def average_record_size(timeline: Timeline, settings: SmallFileSettings) -> int:

@@ -11,11 +11,11 @@ runs :class:`~hudisql.write.pipeline.SparkWriter`, the same jobs and commit prot
 ``table.upsert(df)``: one task per file slice, write tokens per task attempt, stats only
 from successful attempts, stray base files of failed attempts removed at commit, the
 instant rolled back on any failure. A *committer lookup* given to :func:`install` (the
-session's) may run the commit instead: for the location of a managed catalog table, inside a
-catalog write id, so that other sessions' catalog caches see it; and with the session's
-default ``hoodie.*`` options under the save's own. Other formats go
-to Spark unchanged. Limits: the interception works in the Python driver that imported
-hudisql (not through Spark Connect or from the JVM), and ``saveAsTable`` is not intercepted.
+session's) may run the commit instead: with the session's default ``hoodie.*`` options
+under the save's own and, for the location of a managed catalog table, inside a catalog
+write id, so that other sessions' catalog caches see it. Other formats go to Spark
+unchanged. Limits: the interception works in the Python driver that imported hudisql (not
+through Spark Connect or from the JVM), and ``saveAsTable`` is not intercepted.
 
 Options (Hudi's names): ``hoodie.table.name``, ``hoodie.datasource.write.recordkey.field``
 (comma-separated), ``...precombine.field``, ``...partitionpath.field`` (or
@@ -59,8 +59,9 @@ _OVERWRITE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
 
 #: Runs one save's commit, ``(df, operation, write options)``, and returns its result.
 Committer = Callable[["DataFrame", str, dict[str, str]], "WriteResult"]
-#: Given a save's SparkSession and base path, the committer that must run its commit (one
-#: that brackets it in a catalog write id), or None: the save writes the path directly.
+#: Given a save's SparkSession and base path, the committer that must run its commit (a
+#: session's: its default options, and a catalog write id for a managed table), or None:
+#: the save writes the path directly with its own options.
 CommitterLookup = Callable[["SparkSession", str], "Committer | None"]
 
 #: The lookup :func:`install` was last given (the interception of ``save`` consults it).
@@ -165,8 +166,9 @@ def save(df: DataFrame, request: SaveRequest,
          committer_for: CommitterLookup | None = None) -> WriteResult | None:
     """Write ``df`` to the Hudi table at ``request.path`` (created when absent) as one commit.
 
-    ``committer_for`` is asked, once the request is checked, who runs the commit (see
-    :data:`CommitterLookup`); without it, or when it answers None, the path is written here.
+    ``committer_for`` is asked, once the request is checked and before a new table is
+    created, who runs the commit (see :data:`CommitterLookup`); without it, or when it
+    answers None, the path is written here.
 
     Returns:
         The commit's result; None when mode ``ignore`` found a table there.
@@ -195,11 +197,12 @@ def save(df: DataFrame, request: SaveRequest,
         if request.mode == "ignore":
             return None
         _check_against_table(request, table)
-    else:
+    spark = df.sparkSession
+    # Asked before a new table is created: a catalog it cannot reach leaves no trace.
+    committer = committer_for(spark, request.path) if committer_for is not None else None
+    if table is None:
         _create(request, df)
     options = {k: v for k, v in request.options.items() if k.startswith(("hoodie.", "hudisql."))}
-    spark = df.sparkSession
-    committer = committer_for(spark, request.path) if committer_for is not None else None
     if committer is not None:
         return committer(df, operation, options)
     return SparkWriter(spark, request.path, options).write(df, operation)

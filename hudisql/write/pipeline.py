@@ -34,6 +34,7 @@ The :class:`~hudisql.write.commit.Transaction` wraps it all in Hudi's commit pro
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 from collections.abc import Iterator, Mapping
@@ -56,6 +57,7 @@ from hudisql.table.log.format import DeleteRecord
 from hudisql.table.merge import read_file_slice
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.small_files import (
+    INSERT_SPLIT_SIZE,
     SmallFile,
     SmallFileSettings,
     average_record_size,
@@ -98,9 +100,8 @@ OVERWRITES = {"insert_overwrite": OVERWRITE_PARTITIONS,
 #: Hudi's delete marker column: an upserted row with ``true`` here deletes its key (other
 #: operations drop such rows).
 IS_DELETED = "_hoodie_is_deleted"
-#: Records per new file group (Hudi's ``hoodie.copyonwrite.insert.split.size`` analogue).
-MAX_RECORDS_PER_FILE = "hoodie.copyonwrite.insert.split.size"
-DEFAULT_MAX_RECORDS_PER_FILE = 500_000
+#: Records per new file group (Hudi's option; parsed with the small-file settings).
+MAX_RECORDS_PER_FILE = INSERT_SPLIT_SIZE
 #: Fault injection for tests: the first attempt of every write task fails after this many
 #: files (deterministic: Spark retries the task, the retry succeeds).
 FAULT_AFTER_FILES = "hudisql.write.fault.first.attempt.after.files"
@@ -370,7 +371,7 @@ class SparkWriter:
             spec = dataclasses.replace(spec, schema_text=avro_text(evolved),
                                        arrow_schema=avro_to_arrow(evolved))
         _check_columns(df, spec, op)
-        SmallFileSettings.parse(self.options, spec.name)  # refused before any instant
+        sizing = SmallFileSettings.parse(self.options, spec.name)  # refused before any instant
         if expressions is not None and (op != "upsert" or not spec.is_mor):
             raise WriteError(f"table {spec.name}: expression writes are upserts to "
                              f"merge-on-read tables; this is {op} to a "
@@ -384,7 +385,7 @@ class SparkWriter:
             instant = txn.start()
             try:
                 stats = self._tag_and_write(staged, counts, op, spec, txn.table, instant,
-                                            expressions)
+                                            expressions, sizing)
                 done = txn.commit(stats, spec.schema_text)
             except BaseException:
                 txn.abort()
@@ -441,7 +442,8 @@ class SparkWriter:
 
     def _tag_and_write(self, staged: DataFrame, counts: Mapping[str | None, int], op: str,
                        spec: _TableSpec, table: HudiTable, instant: str,
-                       expressions: Mapping[str, str] | None) -> list[WriteStat]:
+                       expressions: Mapping[str, str] | None, sizing: SmallFileSettings
+                       ) -> list[WriteStat]:
         with_partition = op != "delete" or all(
             p in staged.columns for p in spec.partition_fields)
         marked = IS_DELETED in staged.columns and op != "delete"
@@ -464,16 +466,16 @@ class SparkWriter:
             if marked:  # deletes of keys the table does not hold: nothing to do
                 tagged = tagged.where(F.col(_FILE_ID).isNotNull()
                                       | ~F.coalesce(F.col(IS_DELETED), F.lit(False)))
-            settings = SmallFileSettings.parse(self.options, spec.name)
             small = ({} if op not in ("upsert", "insert") else small_files(
-                slices.values(), spec.is_mor, settings,
-                average_record_size(table.timeline, settings)))
+                slices.values(), spec.is_mor, sizing,
+                average_record_size(table.timeline, sizing)))
             if spec.is_mor:
                 rewrite = frozenset((p, f.file_slice.file_id)
                                     for p, files in small.items() for f in files)
             if rewrite:
                 tagged = tagged.withColumn(_INSERTED, F.col(_FILE_ID).isNull())
-            tagged, new_groups = self._assign_new_groups(tagged, counts, small)
+            tagged, new_groups = self._assign_new_groups(tagged, counts, small,
+                                                         sizing.insert_split_size)
         # Every file group in one task; no more tasks than groups or than twice the cores
         # (a task writes its groups one after the other: per-task start-up is the cost).
         groups = max(1, min(len(slices) + new_groups, 2 * self._parallelism()))
@@ -544,18 +546,20 @@ class SparkWriter:
         return max(1, int(self.spark.sparkContext.defaultParallelism))
 
     def _assign_new_groups(self, tagged: DataFrame, counts: Mapping[str | None, int],
-                           small: Mapping[str, list[SmallFile]]) -> tuple[DataFrame, int]:
+                           small: Mapping[str, list[SmallFile]], per_file: int
+                           ) -> tuple[DataFrame, int]:
         """Untagged records (inserts) to small file groups, then to new ones, per partition.
 
         ``counts`` are the partition's records, updates included: an upper bound of its
         inserts, known without another job. Each of the partition's ``small`` files
-        (:mod:`hudisql.table.small_files`) takes a share of that bound up to its capacity,
-        the rest is spread over enough new file ids; a record's share is picked by the hash
-        of its key. As the bound may exceed the inserts, no small file takes more than its
-        capacity (it may take less), and new ids that get no record write nothing.
+        (:mod:`hudisql.table.small_files`) gets a share of that bound up to its capacity,
+        the rest is spread over new file ids of ``per_file`` records; a record's share is
+        picked by the hash of its key. A small file thus takes about its share of the
+        actual inserts (fewer than its capacity when the bound exceeds them; above it only
+        by hash variance, as with Hudi's weighted buckets); new ids that get no record
+        write nothing.
         Returns the tagged frame and how many new file ids it may use.
         """
-        per_file = int(self.options.get(MAX_RECORDS_PER_FILE, DEFAULT_MAX_RECORDS_PER_FILE))
         if not counts:
             return tagged, 0
         pairs: list[Any] = []
@@ -565,21 +569,18 @@ class SparkWriter:
             # sum of the shares picks the file id.
             shares: list[tuple[str, int]] = []
             left = count
-            for small_file in small.get(str(partition), []) if partition is not None else []:
+            for small_file in small.get(partition, []) if partition is not None else []:
                 if left <= 0:
                     break
                 take = min(small_file.capacity, left)
                 shares.append((small_file.file_slice.file_id, take))
                 left -= take
-            if left > 0 or not shares:
-                n = max(1, math.ceil(left / per_file))
+            if left > 0:  # counts are at least 1: a partition without small files gets here
+                n = math.ceil(left / per_file)
                 total += n
-                part, rest = divmod(max(left, n), n)
+                part, rest = divmod(left, n)
                 shares += [(new_file_id(), part + (1 if i < rest else 0)) for i in range(n)]
-            bounds, running = [], 0
-            for _, size in shares:
-                running += size
-                bounds.append(running)
+            bounds = itertools.accumulate(size for _, size in shares)
             pairs += [F.lit(partition), F.struct(
                 F.array(*[F.lit(fid) for fid, _ in shares]).alias("ids"),
                 F.array(*[F.lit(b) for b in bounds]).alias("bounds"))]

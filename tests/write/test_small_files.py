@@ -204,14 +204,17 @@ def test_rewrite_under_task_retry_commits_once(hudi_session: HudiSession,
     assert written == set(result["files"])
 
 
+@pytest.mark.parametrize("option,value", [(SMALL_FILE_LIMIT, "lots"),
+                                          (MAX_RECORDS_PER_FILE, "0")])
 def test_bad_setting_is_refused_before_any_instant(
-        hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
+        hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle],
+        option: str, value: str) -> None:
     handle = new_table("MERGE_ON_READ", partitioned=False)
     handle.insert(frame(hudi_session, _rows(3)))
     before = sorted((p.relative_to(handle.path), p.read_bytes())
                     for p in Path(handle.path).rglob("*") if p.is_file())
-    with pytest.raises(WriteError, match=r"table trips: option hoodie.parquet.small.file.limit"):
-        handle.upsert(frame(hudi_session, _rows(2, start=9)), **{SMALL_FILE_LIMIT: "lots"})
+    with pytest.raises(WriteError, match=rf"table trips: option {option}={value!r} must be"):
+        handle.upsert(frame(hudi_session, _rows(2, start=9)), **{option: value})
     after = sorted((p.relative_to(handle.path), p.read_bytes())
                    for p in Path(handle.path).rglob("*") if p.is_file())
     assert after == before
