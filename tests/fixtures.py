@@ -1,4 +1,4 @@
-"""Access to the real Apache Hudi tables in ``../shared/fixtures/hudi`` for tests.
+"""Access to the real Apache Hudi tables in ``tests/data/hudi`` for tests (see its README).
 
 The tables ship as zip files (with macOS ``__MACOSX`` debris, which is ignored). They are
 extracted once per test session into a temporary directory; tests that change a table take
@@ -7,16 +7,13 @@ a private copy with :func:`copy_table`.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import zipfile
 from functools import cache
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("HUDISQL_SHARED", REPO.parent / "shared"))
-FIXTURES = SHARED / "fixtures" / "hudi"
+FIXTURES = Path(__file__).resolve().parent / "data" / "hudi"
 
 #: Every fixture table by name, with its zip path relative to FIXTURES.
 TABLE_ZIPS = {
