@@ -74,3 +74,7 @@ class CatalogError(HudiSqlError):
 
 class CatalogUnavailableError(CatalogError):
     """The catalog database is unreachable or locked; nothing was changed."""
+
+
+class MetadataTableError(HudiSqlError):
+    """The metadata table (``.hoodie/metadata``) or its configuration is wrong or unusable."""
