@@ -16,7 +16,9 @@ data-table instant is completed (and not rolled back) on the data timeline; merg
 
 from __future__ import annotations
 
+import contextlib
 import io
+import json
 import posixpath
 import struct
 from collections.abc import Iterable, Mapping, Sequence
@@ -159,13 +161,11 @@ class MetadataTable:
 
             for folder in TIMELINE_FOLDERS:
                 self.storage.makedirs(folder)
-            try:
+            with contextlib.suppress(FileExistsError):  # another writer was first
                 self.storage.create_if_absent(
                     P.PROPERTIES_FILE,
                     P.format_properties(metadata_properties(self.data)).encode("ascii"),
                 )
-            except FileExistsError:
-                pass
         self._props = self._timeline = None
         return self
 
@@ -238,7 +238,9 @@ class MetadataTable:
         """
         spec = partition_spec(partition)
         if count < 1:
-            raise MetadataTableError(f"metadata partition {partition} needs at least one file group")
+            raise MetadataTableError(
+                f"metadata partition {partition} needs at least one file group, not {count}"
+            )
         if self.file_group_ids(partition):
             raise MetadataTableError(
                 f"metadata partition {partition} of table {self.data.name} is initialized "
@@ -463,8 +465,10 @@ class MetadataTable:
         """
         timeline = self.timeline
         visible = self._visible()
-        ok = ((lambda ts: timeline.get(ts) is not None) if for_write
-              else (lambda ts: ts in visible))
+
+        def ok(ts: str) -> bool:
+            return timeline.get(ts) is not None if for_write else ts in visible
+
         bases: dict[str, dict[str, str]] = {i: {} for i in ids}
         logs: dict[str, list[LogFileName]] = {i: [] for i in ids}
         for status in self.storage.list_dir(partition):
@@ -616,10 +620,8 @@ def _decode_avro(data: bytes, block: LogBlockInfo) -> list[Record]:
     schema = S.parsed_schema()
     writer = schema
     if block.schema and block.schema != S.schema_text():
-        import json
-
         writer = fastavro.parse_schema(json.loads(block.schema))
-    out = []
+    out: list[Record] = []
     pos = 8
     for _ in range(count):
         (length,) = _I32.unpack_from(content, pos)
@@ -628,6 +630,6 @@ def _decode_avro(data: bytes, block: LogBlockInfo) -> list[Record]:
             io.BytesIO(content[pos:pos + length]), writer, schema,
             return_record_name=True, return_record_name_override=True,
         )
-        out.append(record)  # type: ignore[arg-type]
+        out.append(record)  # type: ignore[arg-type]  # a record schema gives a dict
         pos += length
     return out

@@ -1,0 +1,75 @@
+"""Keeping the metadata table exact on every commit: the commit participant of the seam.
+
+The commit protocol (``hudisql.txn``) calls each participant under the table lock, after
+conflict resolution and before the data instant completes (``on_commit``), and when it
+rolls a data instant back (``on_rollback``). :class:`MetadataTableParticipant` writes the
+metadata deltacommit with the same instant time to every built and every being-built
+metadata partition (RFC-45: writers look for pending indexing before they commit), and
+undoes it on rollback. :func:`participants_for` is what callers pass to a transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from hudisql.errors import MetadataTableError
+from hudisql.metadata.commit_update import commit_updates
+from hudisql.metadata.config import completed_partitions, has_metadata_table, inflight_partitions
+from hudisql.metadata.table import MetadataTable
+from hudisql.table.commit_metadata import CommitMetadata
+from hudisql.table.instant import Instant
+from hudisql.table.table import HudiTable
+
+__all__ = ["CommitParticipant", "MetadataTableParticipant", "participants_for"]
+
+
+class CommitParticipant(Protocol):
+    """A party to every commit (this Protocol matches ``hudisql.txn.participant``'s)."""
+
+    def on_commit(self, table: HudiTable, instant: Instant, metadata: CommitMetadata) -> None:
+        """Called under the table lock after conflict resolution, before the data instant
+        completes; raising aborts the commit (the data instant is rolled back)."""
+
+    def on_rollback(self, table: HudiTable, instant: Instant) -> None:
+        """Called (under the lock) when a data instant is rolled back, completed or not;
+        undoes what on_commit wrote for that instant time (idempotent)."""
+
+
+class MetadataTableParticipant:
+    """Writes each data commit's metadata deltacommit; rolls it back with the data instant."""
+
+    def on_commit(self, table: HudiTable, instant: Instant, metadata: CommitMetadata) -> None:
+        """Write the deltacommit ``instant.timestamp`` to every built and being-built partition.
+
+        Raises:
+            MetadataTableError: a partition the table config names has no file groups
+                (the metadata table is damaged: drop the index and create it again).
+        """
+        table = table.reload()
+        props = table.properties
+        partitions = sorted(set(completed_partitions(props)) | set(inflight_partitions(props)))
+        if not partitions:
+            return
+        mdt = MetadataTable(table)
+        missing = [p for p in partitions if not mdt.file_group_ids(p)]
+        if missing:
+            raise MetadataTableError(
+                f"table {table.name}: hoodie.properties lists metadata partitions {missing} "
+                f"but {mdt.storage.base_uri} has no file groups for them; instant "
+                f"{instant.timestamp} is not committed. Drop those indexes (DROP INDEX) and "
+                "create them again"
+            )
+        updates = commit_updates(table, instant.timestamp, metadata, partitions)
+        mdt.write_deltacommit(instant.timestamp, updates)
+
+    def on_rollback(self, table: HudiTable, instant: Instant) -> None:
+        """Remove the metadata deltacommit ``instant.timestamp`` (idempotent)."""
+        if MetadataTable.exists_for(table):
+            MetadataTable(table).rollback(instant.timestamp)
+
+
+def participants_for(table: HudiTable) -> list[CommitParticipant]:
+    """The participants a commit on ``table`` needs: the metadata table's when it has one."""
+    if has_metadata_table(table.properties) or MetadataTable.exists_for(table):
+        return [MetadataTableParticipant()]
+    return []
