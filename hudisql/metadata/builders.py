@@ -150,13 +150,15 @@ class _Commits:
         return self._files[instant_time]
 
 
-def committed_files(table: HudiTable, partitions: Iterable[str] | None = None) -> list[DataFile]:
+def committed_files(
+    table: HudiTable, partitions: Iterable[str] | None = None, as_of: str | None = None
+) -> list[DataFile]:
     """Every committed data file of the table (all slices, until cleaned), by partition.
 
     A base file counts when its instant is visible and (if the instant is on the active
     timeline) its commit lists it; a log file likewise by the instant of its first block.
     """
-    view = FileSystemView(table.storage, table.properties, table.timeline)
+    view = FileSystemView(table.storage, table.properties, table.timeline, as_of)
     commits = _Commits(table.timeline)
     wanted = view.partitions() if partitions is None else list(partitions)
     out: list[DataFile] = []
@@ -230,18 +232,23 @@ def partition_stats_records(
     return [partition_stats_record(p, r) for (p, _), r in sorted(merged.items())]
 
 
-def _latest_slices(table: HudiTable) -> list[FileSlice]:
-    return FileSystemView(table.storage, table.properties, table.timeline).latest_file_slices()
+def _latest_slices(table: HudiTable, as_of: str | None = None) -> list[FileSlice]:
+    view = FileSystemView(table.storage, table.properties, table.timeline, as_of)
+    return view.latest_file_slices()
 
 
-def _slice_rows(table: HudiTable, file_slice: FileSlice, columns: Sequence[str]) -> pa.Table:
-    return read_file_slice(table.storage, table.properties, table.timeline, file_slice,
+def _slice_rows(
+    table: HudiTable, file_slice: FileSlice, columns: Sequence[str], as_of: str | None = None
+) -> pa.Table:
+    return read_file_slice(table.storage, table.properties, table.timeline, file_slice, as_of,
                            columns=[RECORD_KEY, *columns], schema=table.schema)
 
 
-def record_index_records(table: HudiTable, file_slice: FileSlice) -> list[Record]:
+def record_index_records(
+    table: HudiTable, file_slice: FileSlice, as_of: str | None = None
+) -> list[Record]:
     """Record index entries of one latest file slice (instant: the slice's base instant)."""
-    keys = _slice_rows(table, file_slice, []).column(RECORD_KEY).to_pylist()
+    keys = _slice_rows(table, file_slice, [], as_of).column(RECORD_KEY).to_pylist()
     location = RecordLocation(file_slice.partition_path, file_slice.file_id,
                               file_slice.base_instant)
     return [record_index_record(k, location) for k in keys]
@@ -257,18 +264,24 @@ def secondary_value(value: object) -> str | None:
 
 
 def secondary_index_records(
-    table: HudiTable, file_slice: FileSlice, column: str
+    table: HudiTable, file_slice: FileSlice, column: str, as_of: str | None = None
 ) -> list[Record]:
     """Secondary index entries (value -> record key) of one latest file slice."""
-    rows = _slice_rows(table, file_slice, [column])
+    rows = _slice_rows(table, file_slice, [column], as_of)
     return [secondary_index_record(secondary_value(v), k) for k, v in
             zip(rows.column(RECORD_KEY).to_pylist(), rows.column(column).to_pylist(), strict=True)]
 
 
 def build_partition_records(
-    table: HudiTable, partition: str, definitions: Mapping[str, IndexDefinition] | None = None
+    table: HudiTable,
+    partition: str,
+    definitions: Mapping[str, IndexDefinition] | None = None,
+    as_of: str | None = None,
 ) -> list[Record]:
     """Every record of metadata partition ``partition``, computed from the data table.
+
+    Args:
+        as_of: build as of this data instant (the indexer's base instant); default: now.
 
     Raises:
         MetadataTableError: an index hudisql does not build (expression, bloom filters), or
@@ -277,16 +290,19 @@ def build_partition_records(
     spec = index_spec(table, partition, definitions)
     kind = spec.kind
     if kind == MetadataPartitionType.FILES:
-        return files_records(committed_files(table))
+        return files_records(committed_files(table, as_of=as_of))
     if kind == MetadataPartitionType.COLUMN_STATS:
-        return column_stats_records(table, committed_files(table), spec.source_fields)
+        return column_stats_records(table, committed_files(table, as_of=as_of),
+                                    spec.source_fields)
     if kind == MetadataPartitionType.PARTITION_STATS:
-        return partition_stats_records(table, committed_files(table), spec.source_fields)
+        return partition_stats_records(table, committed_files(table, as_of=as_of),
+                                       spec.source_fields)
+    slices = _latest_slices(table, as_of)
     if kind == MetadataPartitionType.RECORD_INDEX:
-        return [r for s in _latest_slices(table) for r in record_index_records(table, s)]
+        return [r for s in slices for r in record_index_records(table, s, as_of)]
     if kind == MetadataPartitionType.SECONDARY_INDEX:
         column = spec.source_fields[0]
-        return [r for s in _latest_slices(table) for r in secondary_index_records(table, s, column)]
+        return [r for s in slices for r in secondary_index_records(table, s, column, as_of)]
     raise MetadataTableError(
         f"hudisql does not build metadata partition {partition} ({kind.name.lower()}) yet"
     )

@@ -132,8 +132,8 @@ def value_kind(dtype: pa.DataType) -> str | None:
     return None
 
 
-def wrap(kind: str, value: Any) -> tuple[str, dict[str, Any]] | None:
-    """A statistic as its wrapper union value (dates as days, times/timestamps as micros)."""
+def stored_value(kind: str, value: Any) -> Any:
+    """A statistic in the form Hudi's wrapper stores it (dates as days, times as micros)."""
     if value is None:
         return None
     if kind == "date" and isinstance(value, dt.date):
@@ -151,7 +151,14 @@ def wrap(kind: str, value: Any) -> tuple[str, dict[str, Any]] | None:
         value = int(value)
     elif kind in ("float", "double"):
         value = float(value)
-    return (_NS + _WRAPPER_OF[kind], {"value": value})
+    return value
+
+
+def wrap(kind: str, value: Any) -> tuple[str, dict[str, Any]] | None:
+    """A statistic as its wrapper union value (see :func:`stored_value`)."""
+    if value is None:
+        return None
+    return (_NS + _WRAPPER_OF[kind], {"value": stored_value(kind, value)})
 
 
 def unwrap(wrapped: Any) -> Any:
@@ -164,7 +171,11 @@ def unwrap(wrapped: Any) -> Any:
 
 @dataclass(frozen=True)
 class ColumnRange:
-    """The statistics of one column in one data file (or partition)."""
+    """The statistics of one column in one data file (or partition).
+
+    Bounds are kept in their stored form (:func:`stored_value`), so ranges read back from
+    the metadata table and ranges computed from files compare and merge.
+    """
 
     column: str
     kind: str
@@ -174,6 +185,10 @@ class ColumnRange:
     value_count: int
     total_size: int = 0
     total_uncompressed_size: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "min_value", stored_value(self.kind, self.min_value))
+        object.__setattr__(self, "max_value", stored_value(self.kind, self.max_value))
 
     def merged(self, other: ColumnRange) -> ColumnRange:
         """The range covering both (counts and sizes added)."""

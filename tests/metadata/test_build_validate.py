@@ -1,0 +1,179 @@
+"""Building the metadata table from a written table, keeping it exact on commits, validating it.
+
+Tables are written with the pure-Python writer; every commit after the build carries its
+metadata deltacommit (``tests.metadata.commits``). ``validate_metadata_table`` must find
+no difference after each, and must find them when a commit skipped the metadata table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hudi import HudiTable as RsTable
+
+import hudisql
+from hudisql.metadata.builders import build_partition_records, file_group_count
+from hudisql.metadata.config import (
+    IndexDefinition,
+    completed_partitions,
+    inflight_partitions,
+    save_index_definitions,
+    set_partition_state,
+)
+from hudisql.metadata.keys import RecordLocation, secondary_index_key
+from hudisql.metadata.participant import MetadataTableParticipant, participants_for
+from hudisql.metadata.partitions import partition_spec
+from hudisql.metadata.records import is_live
+from hudisql.metadata.table import MetadataTable
+from hudisql.metadata.validate import validate_metadata_table
+from hudisql.table.table import HudiTable
+from hudisql.table.writer import WriteClient
+from tests.metadata.commits import commit_with
+from tests.metadata.conftest import new_table, row
+
+PARTITIONS = ("files", "column_stats", "record_index", "secondary_index_idx_rider",
+              "partition_stats")
+
+
+def index_all(table: HudiTable, partitions: tuple[str, ...] = PARTITIONS) -> HudiTable:
+    """Build each partition from scratch and mark it built, as the indexer's end state."""
+    table = save_index_definitions(table, {"secondary_index_idx_rider": IndexDefinition(
+        "secondary_index_idx_rider", "secondary_index", ("rider",))})
+    mdt = MetadataTable(table)
+    base = table.timeline.last_completed().timestamp
+    for partition in partitions:
+        records = build_partition_records(table, partition)
+        count = file_group_count(partition_spec(partition).kind, len(records))
+        mdt.reload(table).build_partition(partition, records, base, count)
+        table = set_partition_state(table, partition, "completed")
+    return table
+
+
+def assert_exact(table: HudiTable) -> None:
+    result = validate_metadata_table(table)
+    assert result.partitions and result.ok, str(result)
+
+
+def read_both(path: str) -> list[dict[str, object]]:
+    """Rows by key, after checking hudisql and the hudi (hudi-rs) reader agree."""
+    ours = hudisql.read_table(path).sort_by("_hoodie_record_key").to_pylist()
+    theirs = pa.Table.from_batches(RsTable(path).read()).sort_by("_hoodie_record_key").to_pylist()
+    assert ours == theirs
+    return ours
+
+
+@pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_build_then_commits_keep_it_exact(
+    tmp_path: Path, table_type: str, partitioned: bool
+) -> None:
+    table = index_all(new_table(tmp_path / "t", table_type, partitioned))
+    assert sorted(completed_partitions(table.properties)) == sorted(PARTITIONS)
+    assert_exact(table)
+    participants = participants_for(table)
+    assert [type(p) for p in participants] == [MetadataTableParticipant]
+
+    client = WriteClient(table, max_records_per_file=5)
+    # Updates that change the indexed rider, and new keys.
+    commit_with(client, lambda c: c.upsert(
+        [row(i, ts=5, rider="changed") for i in (1, 2, 7)] + [row(i) for i in (20, 21)]),
+        participants)
+    assert_exact(client.table)
+    commit_with(client, lambda c: c.delete(["k002", "k020"]), participants, "DELETE")
+    assert_exact(client.table)
+
+    mdt = MetadataTable(client.table.reload())
+    index = mdt.read_partition("record_index")
+    assert "k002" not in index and "k020" not in index and "k021" in index
+    si = {k for k, r in mdt.read_partition("secondary_index_idx_rider").items() if is_live(r)}
+    assert secondary_index_key("changed", "k001") in si
+    assert secondary_index_key("r1", "k001") not in si  # the old value is marked deleted
+    assert secondary_index_key("changed", "k002") not in si
+    rows = read_both(client.table.base_path)
+    assert {r["id"] for r in rows} == {f"k{i:03d}" for i in (*range(12), 21)} - {"k002"}
+    for r in rows:
+        location = RecordLocation.from_avro(index[str(r["id"])]["recordIndexMetadata"])
+        assert (location.partition_path, location.file_id) == (
+            r["_hoodie_partition_path"], str(r["_hoodie_file_name"]).split("_")[0])
+
+
+def test_validation_finds_a_commit_that_skipped_the_metadata_table(tmp_path: Path) -> None:
+    table = index_all(new_table(tmp_path / "t"))
+    client = WriteClient(table)
+    client.upsert([row(30), row(1, ts=9, rider="moved")])
+    result = validate_metadata_table(client.table)
+    assert not result.ok
+    found = {(d.partition, d.key) for d in result.differences}
+    assert ("record_index", "k030") in found
+    assert ("secondary_index_idx_rider", secondary_index_key("moved", "k001")) in found
+    assert any(p == "files" for p, _ in found) and any(p == "column_stats" for p, _ in found)
+    assert result.to_arrow().num_rows == len(result.differences)
+
+
+def test_a_failed_commit_rolls_its_metadata_back(tmp_path: Path) -> None:
+    table = index_all(new_table(tmp_path / "t"))
+    participant = MetadataTableParticipant()
+
+    class Refuse:
+        def on_commit(self, table: HudiTable, instant: object, metadata: object) -> None:
+            raise RuntimeError("conflict found after the metadata update")
+
+        def on_rollback(self, table: HudiTable, instant: object) -> None:
+            return None
+
+    client = WriteClient(table)
+    with pytest.raises(RuntimeError):
+        commit_with(client, lambda c: c.upsert([row(40)]), [participant, Refuse()])
+    pending = client.table.reload().timeline.pending()
+    assert len(pending) == 1
+    ts = pending[0].timestamp
+    mdt = MetadataTable(client.table.reload())
+    assert mdt.has_completed(ts)
+    # The metadata deltacommit of a data instant that never completed is invisible.
+    assert_exact(client.table.reload())
+    client.rollback(ts)
+    participant.on_rollback(client.table.reload(), pending[0])
+    participant.on_rollback(client.table.reload(), pending[0])  # idempotent
+    assert mdt.reload(client.table.reload()).timeline.get(ts) is None
+    assert_exact(client.table.reload())
+    assert "k040" not in MetadataTable(client.table.reload()).read_partition("record_index")
+
+
+def test_writers_update_a_partition_being_indexed(tmp_path: Path) -> None:
+    """RFC-45: file groups are initialized at schedule; writers log into them; the build
+    writes base files up to the base instant; completed, the partition is exact."""
+    table = new_table(tmp_path / "t")
+    table = index_all(table, ("files",))
+    base = table.timeline.last_completed().timestamp
+    mdt = MetadataTable(table)
+    init = mdt.new_init_instant(base)
+    mdt.initialize_partition("record_index", 3, init)
+    table = set_partition_state(table, "record_index", "inflight")
+    assert inflight_partitions(table.properties) == ["record_index"]
+
+    client = WriteClient(table)
+    commit_with(client, lambda c: c.upsert([row(50), row(3, ts=7)]), participants_for(table))
+    commit_with(client, lambda c: c.delete(["k004"]), participants_for(table), "DELETE")
+    table = client.table.reload()
+
+    records = build_partition_records(table, "record_index", as_of=base)
+    mdt.reload(table)
+    mdt.complete_instant(init, mdt.write_base_files("record_index", records, init))
+    table = set_partition_state(table, "record_index", "completed")
+    assert_exact(table)
+    keys = set(MetadataTable(table).read_partition("record_index"))
+    assert "k050" in keys and "k004" not in keys
+
+
+def test_tables_without_indexes_have_no_participants(tmp_path: Path) -> None:
+    assert participants_for(new_table(tmp_path / "t", rows=0)) == []
+
+
+def test_data_table_with_a_metadata_table_reads_the_same_through_hudi_rs(tmp_path: Path) -> None:
+    table = new_table(tmp_path / "t", rows=20)
+    before = read_both(table.base_path)
+    index_all(table)
+    assert MetadataTable.exists_for(table.reload())
+    assert read_both(table.base_path) == before
