@@ -23,11 +23,9 @@ import posixpath
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import fastavro
-import numpy as np
-import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudisql.errors import MetadataTableError
@@ -523,29 +521,24 @@ class MetadataTable:
         slices = self._latest_slices(partition, ids)
         visible = self._visible()
 
-        def keep(key: str) -> bool:
-            if wanted is not None and key not in wanted:
-                return False
-            return starts is None or key.startswith(starts)
-
+        key_filter = _KeyFilter(wanted, starts)
         merged: dict[str, Record] = {}
         for index in groups:
-            self._merge_slice(partition, slices[ids[index]], visible, keep, merged)
+            self._merge_slice(partition, slices[ids[index]], visible, key_filter, merged)
         return merged
 
     def _merge_slice(
-        self, partition: str, file_slice: _Slice, visible: _Visible, keep: Any,
+        self, partition: str, file_slice: _Slice, visible: _Visible, key_filter: _KeyFilter,
         merged: dict[str, Record],
     ) -> None:
+        keep = key_filter.keep
         if file_slice.base_file is not None:
-            table = pq.read_table(self.storage.open_input_file(
-                posixpath.join(partition, file_slice.base_file)))
-            if table.num_rows:
-                key_column = table.column("key")
-                mask = np.fromiter((keep(k) for k in key_column.to_pylist()), bool,
-                                   count=table.num_rows)
-                for record in S.from_parquet_rows(table.filter(pa.array(mask))):
-                    merged[record["key"]] = record
+            table = pq.read_table(
+                self.storage.open_input_file(posixpath.join(partition, file_slice.base_file)),
+                filters=key_filter.expression(),
+            )
+            for record in S.from_parquet_rows(table):
+                merged[record["key"]] = record
         blocks: list[LogBlockInfo] = []
         contents: dict[str, bytes] = {}
         for name in file_slice.log_files:
@@ -571,6 +564,33 @@ class MetadataTable:
                     continue
                 older = merged.get(key)
                 merged[key] = record if older is None else merge_records(older, record)
+
+
+class _KeyFilter:
+    """Which keys a read wants: given keys, keys with given prefixes, or all."""
+
+    def __init__(self, keys: set[str] | None, prefixes: tuple[str, ...] | None) -> None:
+        self.keys = keys
+        self.prefixes = prefixes
+
+    def keep(self, key: str) -> bool:
+        """Whether ``key`` is wanted."""
+        if self.keys is not None and key not in self.keys:
+            return False
+        return self.prefixes is None or key.startswith(self.prefixes)
+
+    def expression(self) -> pc.Expression | None:
+        """The same test as a parquet filter (row groups are skipped by their key ranges)."""
+        found: pc.Expression | None = None
+        if self.keys is not None:
+            found = pc.field("key").isin(sorted(self.keys))
+        if self.prefixes is not None:
+            starts = [pc.starts_with(pc.field("key"), p) for p in self.prefixes]
+            any_prefix = starts[0] if starts else pc.scalar(False)
+            for more in starts[1:]:
+                any_prefix = any_prefix | more
+            found = any_prefix if found is None else found & any_prefix
+        return found
 
 
 def _route(records: Sequence[Record], count: int) -> dict[int, list[Record]]:
