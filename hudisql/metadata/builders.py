@@ -15,8 +15,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from hudisql.errors import MetadataTableError
+from hudisql.metadata.bloom import (
+    DEFAULT_FPP,
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_NUM_ENTRIES,
+    DYNAMIC_V0,
+    BloomFilter,
+)
 from hudisql.metadata.column_stats import base_file_ranges, default_stats_columns, log_file_ranges
 from hudisql.metadata.config import IndexDefinition, load_index_definitions
 from hudisql.metadata.keys import RecordLocation
@@ -30,6 +38,7 @@ from hudisql.metadata.records import (
     ColumnRange,
     Record,
     all_partitions_record,
+    bloom_filter_record,
     column_stats_record,
     files_record,
     partition_stats_record,
@@ -47,6 +56,7 @@ from hudisql.table.timeline import Timeline
 __all__ = [
     "DataFile",
     "IndexSpec",
+    "bloom_filter_records",
     "build_partition_records",
     "committed_files",
     "file_group_count",
@@ -82,6 +92,23 @@ class IndexSpec:
     partition: str
     kind: MetadataPartitionType
     source_fields: tuple[str, ...] = field(default=())
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def bloom_filter(self) -> BloomFilter:
+        """An empty bloom filter as this index's options (Hudi's names) ask for."""
+        o = {k.lower(): v for k, v in self.options.items()}
+        try:
+            return BloomFilter(
+                o.get("filtertype", DYNAMIC_V0).upper(),
+                int(o.get("numentries", DEFAULT_NUM_ENTRIES)),
+                float(o.get("fpp", DEFAULT_FPP)),
+                int(o.get("maxentries", DEFAULT_MAX_ENTRIES)),
+            )
+        except ValueError as exc:
+            raise MetadataTableError(
+                f"index {self.partition}: bad bloom filter option ({exc}); use filtertype, "
+                "numentries, fpp and maxentries"
+            ) from None
 
 
 def index_spec(
@@ -114,7 +141,8 @@ def index_spec(
             f"index {partition} of table {table.name} names columns {missing} the table does "
             f"not have (columns: {data_columns})"
         )
-    return IndexSpec(partition, spec.kind, tuple(fields))
+    options = dict(found.index_options) if found is not None else {}
+    return IndexSpec(partition, spec.kind, tuple(fields), options)
 
 
 def file_group_count(kind: MetadataPartitionType, record_count: int = 0) -> int:
@@ -232,6 +260,21 @@ def partition_stats_records(
     return [partition_stats_record(p, r) for (p, _), r in sorted(merged.items())]
 
 
+def bloom_filter_records(
+    table: HudiTable, files: Sequence[DataFile], spec: IndexSpec
+) -> list[Record]:
+    """A bloom filter of the record keys of every committed base file (log files have none)."""
+    out = []
+    for f in files:
+        if f.is_log:
+            continue
+        keys = pq.read_table(table.storage.open_input_file(f.path), columns=[RECORD_KEY])
+        bloom = spec.bloom_filter().add(keys.column(RECORD_KEY).to_pylist())
+        out.append(bloom_filter_record(f.partition_path, f.name, f.instant_time,
+                                       bloom.filter_type, bloom.to_bytes()))
+    return out
+
+
 def _latest_slices(table: HudiTable, as_of: str | None = None) -> list[FileSlice]:
     view = FileSystemView(table.storage, table.properties, table.timeline, as_of)
     return view.latest_file_slices()
@@ -297,6 +340,8 @@ def build_partition_records(
     if kind == MetadataPartitionType.PARTITION_STATS:
         return partition_stats_records(table, committed_files(table, as_of=as_of),
                                        spec.source_fields)
+    if kind == MetadataPartitionType.BLOOM_FILTERS:
+        return bloom_filter_records(table, committed_files(table, as_of=as_of), spec)
     slices = _latest_slices(table, as_of)
     if kind == MetadataPartitionType.RECORD_INDEX:
         return [r for s in slices for r in record_index_records(table, s, as_of)]

@@ -25,6 +25,7 @@ from hudisql.metadata.builders import (
     RECORD_KEY,
     DataFile,
     IndexSpec,
+    bloom_filter_records,
     committed_files,
     file_ranges,
     index_spec,
@@ -37,6 +38,7 @@ from hudisql.metadata.records import (
     ColumnRange,
     PartitionUpdate,
     all_partitions_record,
+    bloom_filter_record,
     column_range,
     column_stats_delete,
     column_stats_record,
@@ -121,6 +123,8 @@ def commit_updates(
             update.records.extend(column_stats_record(f.partition_path, f.name, r)
                                   for f in files for r in ranges_of(f, stats_columns)
                                   if r.column in spec.source_fields)
+        elif spec.kind == _T.BLOOM_FILTERS:
+            update.records.extend(bloom_filter_records(table, files, spec))
         elif spec.kind == _T.PARTITION_STATS:
             new = {f: ranges_of(f, stats_columns) for f in files}
             touched = sorted({f.partition_path for f in files})
@@ -285,6 +289,12 @@ def deleted_files_updates(
             update.records.extend(column_stats_delete(p, name, c) for p, names in
                                   sorted(deleted.items()) for name in names
                                   for c in spec.source_fields)
+        elif spec.kind == _T.BLOOM_FILTERS:
+            update.records.extend(
+                bloom_filter_record(p, name, "", spec.bloom_filter().filter_type, b"",
+                                    deleted=True)
+                for p, names in sorted(deleted.items()) for name in names
+                if BaseFileName.parse(name) is not None)
         elif spec.kind == _T.PARTITION_STATS:
             touched = sorted(p for p, names in deleted.items() if names)
             update.extend(_partition_stats(table, spec, touched, {}, deleted))

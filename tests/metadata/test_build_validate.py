@@ -34,7 +34,7 @@ from tests.metadata.commits import commit_with
 from tests.metadata.conftest import new_table, row
 
 PARTITIONS = ("files", "column_stats", "record_index", "secondary_index_idx_rider",
-              "partition_stats")
+              "partition_stats", "bloom_filters")
 
 
 def index_all(table: HudiTable, partitions: tuple[str, ...] = PARTITIONS) -> HudiTable:
