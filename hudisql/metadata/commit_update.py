@@ -17,10 +17,12 @@ into records per metadata partition:
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from hudisql.errors import MetadataTableError
 from hudisql.metadata.builders import (
     RECORD_KEY,
     DataFile,
@@ -56,7 +58,13 @@ from hudisql.table.merge import read_file_slice
 from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
 
-__all__ = ["commit_updates", "deleted_files_updates", "written_files"]
+__all__ = [
+    "RowChanges",
+    "commit_updates",
+    "deleted_files_updates",
+    "row_changes",
+    "written_files",
+]
 
 _T = MetadataPartitionType
 
@@ -94,6 +102,7 @@ def commit_updates(
     metadata: CommitMetadata,
     partitions: Sequence[str],
     definitions: Mapping[str, IndexDefinition] | None = None,
+    changes: Mapping[tuple[str, str], RowChanges] | None = None,
 ) -> dict[str, PartitionUpdate]:
     """The records the commit ``instant_time`` adds to each of ``partitions``.
 
@@ -101,6 +110,8 @@ def commit_updates(
         table: the data table, as of just before the commit completes (under the lock).
         metadata: the commit's metadata (write stats, replaced file groups).
         partitions: the metadata partitions to update (built and being built).
+        changes: per touched ``(partition, file id)``, the rows before and after, when the
+            writer computed them (else they are read from the table).
     """
     defs = load_index_definitions(table) if definitions is None else definitions
     files = written_files(table, instant_time, metadata)
@@ -131,7 +142,8 @@ def commit_updates(
             update.extend(_partition_stats(table, spec, touched, new))
     row_specs = [s for s in specs if s.kind in (_T.RECORD_INDEX, _T.SECONDARY_INDEX)]
     if row_specs:
-        for partition, update in _row_updates(table, instant_time, metadata, row_specs).items():
+        found = _row_updates(table, instant_time, metadata, row_specs, changes)
+        for partition, update in found.items():
             out[partition].extend(update)
     return out
 
@@ -208,40 +220,95 @@ def _rows(table: HudiTable, view: FileSystemView, group: tuple[str, str],
                            visible=view.visible)
 
 
-def _row_updates(
-    table: HudiTable, instant_time: str, metadata: CommitMetadata, specs: Sequence[IndexSpec]
-) -> dict[str, PartitionUpdate]:
-    """Record and secondary index changes of the commit's file groups (before vs after)."""
-    columns = sorted({s.source_fields[0] for s in specs if s.kind == _T.SECONDARY_INDEX})
+@dataclass
+class RowChanges:
+    """What one commit did to one file group's rows, as the record and secondary indexes see it.
+
+    ``before``/``after`` map each record key to the values of the secondary index columns
+    (in ``columns`` order). The Spark write computes them on its executors while it merges a
+    file group and hands them to :class:`MetadataTableParticipant`; without them the
+    participant reads the file group's slice before and after the commit.
+    """
+
+    columns: tuple[str, ...]
+    before: dict[str, tuple[object, ...]] = field(default_factory=dict)
+    after: dict[str, tuple[object, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, before: pa.Table | None, after: pa.Table | None,
+           columns: Sequence[str]) -> RowChanges:
+        """The changes between a file group's rows before and after (None: no rows)."""
+        return cls(tuple(columns), _by_key(before, columns), _by_key(after, columns))
+
+
+def row_changes(
+    table: HudiTable, instant_time: str, metadata: CommitMetadata, columns: Sequence[str]
+) -> dict[tuple[str, str], RowChanges]:
+    """Each touched file group's rows before the commit and with it, read from the table."""
     before_view = FileSystemView(table.storage, table.properties, table.timeline)
     after_view = FileSystemView(table.storage, table.properties, table.timeline)
     after_view.visible = _WithInstant(table.timeline, instant_time)
-    out = {s.partition: PartitionUpdate() for s in specs}
-    inserted: set[str] = set()
-    deleted: set[str] = set()
     replaced = {(p, f) for p, ids in metadata.partition_to_replace_file_ids.items() for f in ids}
+    out = {}
     for group in _touched_groups(metadata):
         before = _rows(table, before_view, group, columns)
         # The commit replaces these file groups: none of their rows remain.
         after = None if group in replaced else _rows(table, after_view, group, columns)
-        old = _by_key(before, columns)
-        new = _by_key(after, columns)
+        out[group] = RowChanges.of(before, after, columns)
+    return out
+
+
+def _row_updates(
+    table: HudiTable, instant_time: str, metadata: CommitMetadata, specs: Sequence[IndexSpec],
+    changes: Mapping[tuple[str, str], RowChanges] | None,
+) -> dict[str, PartitionUpdate]:
+    """Record and secondary index records of the commit's file groups (before vs after)."""
+    columns = sorted({s.source_fields[0] for s in specs if s.kind == _T.SECONDARY_INDEX})
+    if changes is None:
+        changes = row_changes(table, instant_time, metadata, columns)
+    out = {s.partition: PartitionUpdate() for s in specs}
+    inserted: set[str] = set()
+    deleted: set[str] = set()
+    # Secondary pairs (value, key) gone and added over all file groups: a record moving
+    # between file groups must not see its new entry voided by the old group's.
+    pairs: dict[str, tuple[set[tuple[str | None, str]], set[tuple[str | None, str]]]] = {
+        s.partition: (set(), set()) for s in specs if s.kind == _T.SECONDARY_INDEX}
+    for group, change in sorted(changes.items()):
+        old, new = change.before, change.after
         location = RecordLocation(group[0], group[1], instant_time)
         for spec in specs:
-            update = out[spec.partition]
             if spec.kind == _T.RECORD_INDEX:
                 added = [k for k in new if k not in old]
                 inserted.update(added)
-                update.records.extend(record_index_record(k, location) for k in added)
+                out[spec.partition].records.extend(record_index_record(k, location) for k in added)
                 deleted.update(k for k in old if k not in new)
-            else:
-                i = columns.index(spec.source_fields[0])
-                update.records.extend(_secondary_changes(old, new, i))
+                continue
+            column = spec.source_fields[0]
+            if column not in change.columns:
+                raise MetadataTableError(
+                    f"the row changes of file group {group[1]} lack column {column!r} of "
+                    f"secondary index {spec.partition} (instant {instant_time})"
+                )
+            i = change.columns.index(column)
+            gone, added_pairs = pairs[spec.partition]
+            gone.update((secondary_value(v[i]), k) for k, v in old.items())
+            added_pairs.update((secondary_value(v[i]), k) for k, v in new.items())
     for spec in specs:
         if spec.kind == _T.RECORD_INDEX:
             # A key that left one file group for another in this commit keeps its new entry.
             out[spec.partition].deletes.extend(sorted(deleted - inserted))
+        else:
+            gone, added_pairs = pairs[spec.partition]
+            records = out[spec.partition].records
+            records.extend(secondary_index_record(v, k, deleted=True)
+                           for v, k in sorted(gone - added_pairs, key=_pair_order))
+            records.extend(secondary_index_record(v, k)
+                           for v, k in sorted(added_pairs - gone, key=_pair_order))
     return out
+
+
+def _pair_order(pair: tuple[str | None, str]) -> tuple[str, str]:
+    return (pair[0] if pair[0] is not None else "", pair[1])
 
 
 def _by_key(rows: pa.Table | None, columns: Sequence[str]) -> dict[str, tuple[object, ...]]:
@@ -250,19 +317,6 @@ def _by_key(rows: pa.Table | None, columns: Sequence[str]) -> dict[str, tuple[ob
     keys = rows.column(RECORD_KEY).to_pylist()
     values = [rows.column(c).to_pylist() for c in columns]
     return {k: tuple(v[i] for v in values) for i, k in enumerate(keys)}
-
-
-def _secondary_changes(
-    old: Mapping[str, tuple[object, ...]], new: Mapping[str, tuple[object, ...]], i: int
-) -> Iterable[dict[str, object]]:
-    for key, values in old.items():
-        now = new.get(key)
-        if now is None or secondary_value(now[i]) != secondary_value(values[i]):
-            yield secondary_index_record(secondary_value(values[i]), key, deleted=True)
-    for key, values in new.items():
-        then = old.get(key)
-        if then is None or secondary_value(then[i]) != secondary_value(values[i]):
-            yield secondary_index_record(secondary_value(values[i]), key)
 
 
 def deleted_files_updates(

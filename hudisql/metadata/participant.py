@@ -10,10 +10,11 @@ undoes it on rollback. :func:`participants_for` is what callers pass to a transa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from hudisql.errors import MetadataTableError
-from hudisql.metadata.commit_update import commit_updates
+from hudisql.metadata.commit_update import RowChanges, commit_updates
 from hudisql.metadata.config import completed_partitions, has_metadata_table, inflight_partitions
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.commit_metadata import CommitMetadata
@@ -36,7 +37,16 @@ class CommitParticipant(Protocol):
 
 
 class MetadataTableParticipant:
-    """Writes each data commit's metadata deltacommit; rolls it back with the data instant."""
+    """Writes each data commit's metadata deltacommit; rolls it back with the data instant.
+
+    Args:
+        changes: per ``(partition, file id)`` the commit touches, its rows before and after
+            (:class:`RowChanges`), when the writer computed them on its executors; without
+            them the record and secondary index updates read the touched slices.
+    """
+
+    def __init__(self, changes: Mapping[tuple[str, str], RowChanges] | None = None) -> None:
+        self.changes = changes
 
     def on_commit(self, table: HudiTable, instant: Instant, metadata: CommitMetadata) -> None:
         """Write the deltacommit ``instant.timestamp`` to every built and being-built partition.
@@ -59,7 +69,8 @@ class MetadataTableParticipant:
                 f"{instant.timestamp} is not committed. Drop those indexes (DROP INDEX) and "
                 "create them again"
             )
-        updates = commit_updates(table, instant.timestamp, metadata, partitions)
+        updates = commit_updates(table, instant.timestamp, metadata, partitions,
+                                 changes=self.changes)
         mdt.write_deltacommit(instant.timestamp, updates)
 
     def on_rollback(self, table: HudiTable, instant: Instant) -> None:

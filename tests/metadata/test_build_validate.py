@@ -15,6 +15,7 @@ from hudi import HudiTable as RsTable
 
 import hudisql
 from hudisql.metadata.builders import build_partition_records, file_group_count
+from hudisql.metadata.commit_update import RowChanges, commit_updates
 from hudisql.metadata.config import (
     IndexDefinition,
     completed_partitions,
@@ -28,6 +29,7 @@ from hudisql.metadata.partitions import partition_spec
 from hudisql.metadata.records import is_live
 from hudisql.metadata.table import MetadataTable
 from hudisql.metadata.validate import validate_metadata_table
+from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.table import HudiTable
 from hudisql.table.writer import WriteClient
 from tests.metadata.commits import commit_with
@@ -177,3 +179,25 @@ def test_data_table_with_a_metadata_table_reads_the_same_through_hudi_rs(tmp_pat
     index_all(table)
     assert MetadataTable.exists_for(table.reload())
     assert read_both(table.base_path) == before
+
+
+def test_row_changes_from_the_writer_drive_record_and_secondary_updates(tmp_path: Path) -> None:
+    table = index_all(new_table(tmp_path / "t"), ("record_index", "secondary_index_idx_rider"))
+    cols = ["rider"]
+    rows = {
+        ("city=sf", "fg-b"): RowChanges.of(
+            pa.table({"_hoodie_record_key": ["k1", "k2"], "rider": ["x", "y"]}), None, cols),
+        ("city=sf", "fg-a"): RowChanges.of(
+            None, pa.table({"_hoodie_record_key": ["k1", "k3"], "rider": ["x", "z"]}), cols),
+    }
+    updates = commit_updates(table, "20300101000000000", CommitMetadata(),
+                             ["record_index", "secondary_index_idx_rider"], changes=rows)
+    index = {r["key"]: RecordLocation.from_avro(r["recordIndexMetadata"]).file_id
+             for r in updates["record_index"].records}
+    # k1 moved from fg-b to fg-a: a new location and no delete; k2 is gone; k3 is new.
+    assert index == {"k1": "fg-a", "k3": "fg-a"}
+    assert updates["record_index"].deletes == ["k2"]
+    si = {(r["key"], r["SecondaryIndexMetadata"]["isDeleted"])
+          for r in updates["secondary_index_idx_rider"].records}
+    # k1 keeps value x (no entry); y$k2 is voided; z$k3 is new.
+    assert si == {("y$k2", True), ("z$k3", False)}
