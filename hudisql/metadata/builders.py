@@ -163,10 +163,11 @@ class _Commits:
         self._files: dict[str, set[str] | None] = {}
 
     def committed(self, instant_time: str) -> set[str] | None:
-        """Names of files the completed instant's write stats list; None: not on the timeline."""
+        """Names of files a completed write's stats list; None: not a write on the timeline."""
         if instant_time not in self._files:
             instant = self.timeline.get(instant_time)
-            if instant is None or not instant.is_completed:
+            if instant is None or not instant.is_completed or not instant.is_write:
+                # Archived, or a rollback's command-block log file: counted as it is.
                 self._files[instant_time] = None
             else:
                 names: set[str] = set()

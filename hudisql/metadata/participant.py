@@ -19,6 +19,7 @@ from hudisql.metadata.config import completed_partitions, has_metadata_table, in
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Instant
+from hudisql.table.properties import WRITE_VERSION
 from hudisql.table.table import HudiTable
 
 __all__ = ["CommitParticipant", "MetadataTableParticipant", "participants_for"]
@@ -75,12 +76,17 @@ class MetadataTableParticipant:
 
     def on_rollback(self, table: HudiTable, instant: Instant) -> None:
         """Remove the metadata deltacommit ``instant.timestamp`` (idempotent)."""
-        if MetadataTable.exists_for(table):
+        if table.properties.version == WRITE_VERSION and MetadataTable.exists_for(table):
             MetadataTable(table).rollback(instant.timestamp)
 
 
 def participants_for(table: HudiTable) -> list[CommitParticipant]:
-    """The participants a commit on ``table`` needs: the metadata table's when it has one."""
+    """The participants a commit on ``table`` needs: the metadata table's when it has one.
+
+    Only version-6 tables (the ones hudisql writes) get one.
+    """
+    if table.properties.version != WRITE_VERSION:
+        return []
     if has_metadata_table(table.properties) or MetadataTable.exists_for(table):
         return [MetadataTableParticipant()]
     return []

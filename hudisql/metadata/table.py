@@ -140,6 +140,18 @@ class MetadataTable:
     """The metadata table of one data table (which must be version 6 to be written)."""
 
     def __init__(self, data: HudiTable) -> None:
+        """The metadata table of ``data``.
+
+        Raises:
+            MetadataTableError: ``data`` is not a version-6 table (Hudi 1.x tables keep an
+                HFile metadata table hudisql does not read).
+        """
+        if data.properties.version != P.WRITE_VERSION:
+            raise MetadataTableError(
+                f"table {data.name} at {data.base_path} is version {data.properties.version}: "
+                "its metadata table is Apache Hudi's (HFile); hudisql keeps the metadata table "
+                f"of version-{P.WRITE_VERSION} tables only: manage its indexes with Apache Hudi"
+            )
         self.data = data
         self.storage = Storage(data.storage.base_uri.rstrip("/") + "/" + METADATA_PATH)
         self._props: P.TableProperties | None = None
