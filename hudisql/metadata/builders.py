@@ -44,6 +44,7 @@ from hudisql.metadata.records import (
     partition_stats_record,
     record_index_record,
     secondary_index_record,
+    secondary_value,
 )
 from hudisql.table.filenames import BaseFileName, LogFileName
 from hudisql.table.fsview import FileSlice, FileSystemView
@@ -63,7 +64,6 @@ __all__ = [
     "index_spec",
     "record_index_records",
     "secondary_index_records",
-    "secondary_value",
 ]
 
 RECORD_KEY, PARTITION_PATH = META_COLUMNS[2], META_COLUMNS[3]
@@ -296,15 +296,6 @@ def record_index_records(
     location = RecordLocation(file_slice.partition_path, file_slice.file_id,
                               file_slice.base_instant)
     return [record_index_record(k, location) for k in keys]
-
-
-def secondary_value(value: object) -> str | None:
-    """A column value as the secondary index stores it (Java's ``toString``)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def secondary_index_records(

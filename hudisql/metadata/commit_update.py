@@ -31,7 +31,6 @@ from hudisql.metadata.builders import (
     committed_files,
     file_ranges,
     index_spec,
-    secondary_value,
 )
 from hudisql.metadata.config import IndexDefinition, completed_partitions, load_index_definitions
 from hudisql.metadata.keys import RecordLocation, column_index_id, partition_index_id
@@ -49,6 +48,7 @@ from hudisql.metadata.records import (
     partition_stats_record,
     record_index_record,
     secondary_index_record,
+    secondary_value,
 )
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.commit_metadata import CommitMetadata

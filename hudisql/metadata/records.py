@@ -47,6 +47,7 @@ __all__ = [
     "partition_stats_record",
     "record_index_record",
     "secondary_index_record",
+    "secondary_value",
     "unwrap",
     "wrap",
 ]
@@ -277,6 +278,15 @@ def record_index_record(record_key: str, location: RecordLocation) -> Record:
     record = _base(record_key, MetadataPartitionType.RECORD_INDEX.record_type)
     record["recordIndexMetadata"] = location.to_avro()
     return record
+
+
+def secondary_value(value: object) -> str | None:
+    """A column value as the secondary index stores it (Java's ``toString``)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def secondary_index_record(value: str | None, record_key: str, *, deleted: bool = False) -> Record:

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import fastavro
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -267,34 +268,59 @@ class MetadataTable:
         return ids
 
     def write_base_files(
-        self, partition: str, records: Sequence[Record], instant_time: str
+        self, partition: str, records: Sequence[Record] | pa.Table, instant_time: str
     ) -> list[WriteStat]:
         """Write a partition's records as one parquet base file per file group.
 
         ``instant_time`` is the partition's initialization instant (the file groups' slice).
-        Records are routed by key and sorted by key within each file.
+        Records (dicts, or rows in the base-file shape) are routed by key.
 
         Raises:
             MetadataTableError: the partition is not initialized.
         """
         ids = self._require_groups(partition)
-        routed = _route(records, len(ids))
-        stats = []
-        for index, file_id in enumerate(ids):
-            rows = sorted(routed.get(index, []), key=lambda r: r["key"])
-            name = BaseFileName(file_id, _BUILD_TOKEN, instant_time).format()
-            rel = posixpath.join(partition, name)
-            sink = io.BytesIO()
-            table = S.to_parquet_rows(rows)
-            pq.write_table(table, sink, compression="zstd", store_schema=False)
-            data = sink.getvalue()
-            _write_marker(self.storage, instant_time, partition, name, "CREATE")
-            self.storage.delete(rel)  # a re-run rebuilds a half-built partition
-            self.storage.create_if_absent(rel, data)
-            stats.append(WriteStat(file_id=file_id, path=rel, num_writes=len(rows),
-                                   num_inserts=len(rows), partition_path=partition,
-                                   total_write_bytes=len(data), file_size_in_bytes=len(data)))
-        return stats
+        rows = records if isinstance(records, pa.Table) else S.to_parquet_rows(list(records))
+        owner = pa.array(file_group_indexes(rows.column("key"), len(ids)))
+        return [self.write_base_file(partition, file_id, rows.filter(pc.equal(owner, index)),
+                                     instant_time)
+                for index, file_id in enumerate(ids)]
+
+    def write_base_file(
+        self, partition: str, file_id: str, rows: pa.Table, instant_time: str
+    ) -> WriteStat:
+        """Write one file group's base file: ``rows`` (base-file shape), sorted by key.
+
+        A pure function of storage, so a Spark task can write its file group; the rows must
+        all route to ``file_id``. A re-run replaces the file (a half-built partition).
+
+        Raises:
+            MetadataTableError: a row whose key belongs to another file group.
+        """
+        ids = self._require_groups(partition)
+        index = ids.index(file_id) if file_id in ids else -1
+        if rows.num_rows and (file_group_indexes(rows.column("key"), len(ids)) != index).any():
+            raise MetadataTableError(
+                f"rows given for file group {file_id} of metadata partition {partition} hold "
+                "keys of other file groups; route them with file_group_indexes"
+            )
+        rows = rows.select(S.arrow_schema().names)
+        if not rows.schema.equals(S.arrow_schema()):
+            raise MetadataTableError(
+                f"rows given for file group {file_id} of metadata partition {partition} are "
+                "not in the metadata base file shape (hudisql.metadata.schema.arrow_schema)"
+            )
+        rows = rows.sort_by("key")
+        name = BaseFileName(file_id, _BUILD_TOKEN, instant_time).format()
+        rel = posixpath.join(partition, name)
+        sink = io.BytesIO()
+        pq.write_table(rows, sink, compression="zstd", store_schema=False)
+        data = sink.getvalue()
+        _write_marker(self.storage, instant_time, partition, name, "CREATE")
+        self.storage.delete(rel)
+        self.storage.create_if_absent(rel, data)
+        return WriteStat(file_id=file_id, path=rel, num_writes=rows.num_rows,
+                         num_inserts=rows.num_rows, partition_path=partition,
+                         total_write_bytes=len(data), file_size_in_bytes=len(data))
 
     def complete_instant(self, instant_time: str, stats: Iterable[WriteStat] = ()) -> None:
         """Complete the metadata deltacommit ``instant_time`` (commit metadata: ``stats``)."""
