@@ -211,29 +211,27 @@ def file_group_indexes(keys: pa.Array | pa.ChunkedArray | list[str], count: int)
 
 
 def _ascii_hashes(array: pa.Array) -> np.ndarray:
-    """Signed int32 Java hash codes of ASCII strings, from the array's buffers."""
+    """Signed int32 Java hash codes of ASCII strings, from the array's buffers.
+
+    Keys of one length are hashed together, Horner's rule over their character columns
+    (``h = 31 * h + c`` in uint32, which wraps as Java's int does).
+    """
     offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset:array.offset
                                                                   + len(array) + 1]
     data_buf = array.buffers()[2]
     data = (np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None
-            else np.zeros(0, dtype=np.uint8)).astype(np.uint64)
+            else np.zeros(0, dtype=np.uint8))
+    starts = offsets[:-1]
     lengths = np.diff(offsets)
-    start = int(offsets[0])
-    chars = data[start:int(offsets[-1])]
-    result = np.zeros(len(array), dtype=np.uint64)
-    if len(chars):
-        max_len = int(lengths.max())
-        powers = np.ones(max_len, dtype=np.uint64)
-        for i in range(1, max_len):
-            powers[i] = (powers[i - 1] * np.uint64(31)) & np.uint64(_MASK32)
-        # Position of each char within its string, counted from the end: c * 31**(len-1-pos).
-        owner = np.repeat(np.arange(len(array)), lengths)
-        pos = np.arange(len(chars)) - (offsets[:-1] - start)[owner]
-        exponent = lengths[owner] - 1 - pos
-        terms = (chars * powers[exponent]) & np.uint64(_MASK32)
-        filled = np.nonzero(lengths)[0]
-        result[filled] = np.add.reduceat(terms, (offsets[:-1] - start)[filled]) & np.uint64(
-            _MASK32
-        )
-    signed = result.astype(np.int64)
-    return np.where(signed >= 1 << 31, signed - (1 << 32), signed)
+    result = np.zeros(len(array), dtype=np.uint32)
+    thirty_one = np.uint32(31)
+    for length in np.unique(lengths).tolist():
+        if length == 0:
+            continue
+        rows = np.nonzero(lengths == length)[0]
+        first = starts[rows]
+        h = np.zeros(len(rows), dtype=np.uint32)
+        for column in range(length):
+            h = h * thirty_one + data[first + column]
+        result[rows] = h
+    return result.view(np.int32).astype(np.int64)

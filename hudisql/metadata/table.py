@@ -21,7 +21,7 @@ import io
 import json
 import posixpath
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import fastavro
@@ -596,10 +596,8 @@ class MetadataTable:
                     f"metadata log file {block.log_file} holds a {block.block_type.name} block; "
                     "hudisql writes Avro data blocks in its metadata table"
                 )
-            for record in _decode_avro(data, block):
+            for record in _decode_avro(data, block, keep):
                 key = record["key"]
-                if not keep(key):
-                    continue
                 older = merged.get(key)
                 merged[key] = record if older is None else merge_records(older, record)
 
@@ -667,7 +665,24 @@ def _avro_content(records: Sequence[Record]) -> bytes:
     return out.getvalue()
 
 
-def _decode_avro(data: bytes, block: LogBlockInfo) -> list[Record]:
+def _avro_key(raw: bytes) -> str:
+    """The ``key`` of an Avro-encoded metadata record (its first field) without decoding it."""
+    shift = value = pos = 0
+    while True:
+        byte = raw[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            break
+        shift += 7
+    length = (value >> 1) ^ -(value & 1)
+    return raw[pos:pos + length].decode("utf-8")
+
+
+def _decode_avro(
+    data: bytes, block: LogBlockInfo, keep: Callable[[str], bool] | None = None
+) -> list[Record]:
+    """The records of an Avro data block (only those whose key ``keep`` accepts)."""
     content = data[block.content_position:block.content_position + block.content_length]
     version, count = struct.unpack_from(">ii", content, 0)
     if version != _CONTENT_VERSION:
@@ -684,10 +699,13 @@ def _decode_avro(data: bytes, block: LogBlockInfo) -> list[Record]:
     for _ in range(count):
         (length,) = _I32.unpack_from(content, pos)
         pos += 4
+        raw = content[pos:pos + length]
+        pos += length
+        if keep is not None and not keep(_avro_key(raw)):
+            continue
         record = fastavro.schemaless_reader(
-            io.BytesIO(content[pos:pos + length]), writer, schema,
+            io.BytesIO(raw), writer, schema,
             return_record_name=True, return_record_name_override=True,
         )
         out.append(record)  # type: ignore[arg-type]  # a record schema gives a dict
-        pos += length
     return out
