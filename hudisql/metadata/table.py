@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
+from hudisql.metadata.avro import decode_record, encode_record
 from hudisql.metadata.partitions import file_group_indexes, partition_spec
 from hudisql.metadata.records import PartitionUpdate, Record, merge_records
 from hudisql.table import properties as P
@@ -650,19 +651,12 @@ def _route_keys(keys: Sequence[str], count: int) -> dict[int, list[str]]:
 
 def _avro_content(records: Sequence[Record]) -> bytes:
     """An Avro data block's content: version, count, then length-prefixed records."""
-    schema = S.parsed_schema()
-    out = io.BytesIO()
-    out.write(_I32.pack(_CONTENT_VERSION))
-    out.write(_I32.pack(len(records)))
-    buf = io.BytesIO()
+    out = bytearray(_I32.pack(_CONTENT_VERSION) + _I32.pack(len(records)))
     for record in records:
-        buf.seek(0)
-        buf.truncate()
-        fastavro.schemaless_writer(buf, schema, record)
-        raw = buf.getvalue()
-        out.write(_I32.pack(len(raw)))
-        out.write(raw)
-    return out.getvalue()
+        raw = encode_record(record)
+        out += _I32.pack(len(raw))
+        out += raw
+    return bytes(out)
 
 
 def _avro_key(raw: bytes) -> str:
@@ -691,7 +685,8 @@ def _decode_avro(
             f"{version}; hudisql reads version {_CONTENT_VERSION}"
         )
     schema = S.parsed_schema()
-    writer = schema
+    # Blocks hudisql wrote decode with the schema's own decoder; others through fastavro.
+    writer = None
     if block.schema and block.schema != S.schema_text():
         writer = fastavro.parse_schema(json.loads(block.schema))
     out: list[Record] = []
@@ -702,6 +697,9 @@ def _decode_avro(
         raw = content[pos:pos + length]
         pos += length
         if keep is not None and not keep(_avro_key(raw)):
+            continue
+        if writer is None:
+            out.append(decode_record(raw))
             continue
         record = fastavro.schemaless_reader(
             io.BytesIO(raw), writer, schema,
