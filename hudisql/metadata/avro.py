@@ -1,5 +1,8 @@
 """Avro binary encoding of ``HoodieMetadataRecord``, written for its one fixed schema.
 
+Also the content of the metadata table's Avro data blocks (:func:`data_block_content`,
+:func:`block_records`).
+
 A generic encoder (fastavro) spends most of its time choosing union branches for each of
 the record's five payloads; here the branch is known from which payload is set, so a
 record costs a few microseconds. Values take the same Python forms as fastavro's (wrapped
@@ -9,15 +12,21 @@ bytes are the same as fastavro writes (the tests hold both to it).
 
 from __future__ import annotations
 
+import io
+import json
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from hudisql.errors import MetadataTableError
-from hudisql.metadata.schema import WRAPPERS
+import fastavro
 
-__all__ = ["decode_record", "encode_record"]
+from hudisql.errors import MetadataTableError
+from hudisql.metadata import schema as S
+from hudisql.metadata.schema import WRAPPERS
+from hudisql.table.log.format import LogBlockInfo
+
+__all__ = ["block_records", "data_block_content", "decode_record", "encode_record"]
 
 _NS = "org.apache.hudi.avro.model."
 _FLOAT = struct.Struct("<f")
@@ -275,3 +284,69 @@ def decode_record(data: bytes) -> dict[str, Any]:
     if r.pos != len(data):
         raise MetadataTableError(f"{len(data) - r.pos} bytes follow a metadata record")
     return record
+
+
+# ---------------------------------------------------------------------------- data blocks
+
+_CONTENT_VERSION = 3
+_I32 = struct.Struct(">i")
+
+
+def data_block_content(records: Sequence[dict[str, Any]]) -> bytes:
+    """An Avro data block's content: version, count, then length-prefixed records."""
+    out = bytearray(_I32.pack(_CONTENT_VERSION) + _I32.pack(len(records)))
+    for record in records:
+        raw = encode_record(record)
+        out += _I32.pack(len(raw))
+        out += raw
+    return bytes(out)
+
+
+def _record_key(raw: bytes) -> str:
+    """The ``key`` of an Avro-encoded metadata record (its first field) without decoding it."""
+    shift = value = pos = 0
+    while True:
+        byte = raw[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            break
+        shift += 7
+    length = (value >> 1) ^ -(value & 1)
+    return raw[pos:pos + length].decode("utf-8")
+
+
+def block_records(
+    data: bytes, block: LogBlockInfo, keep: Callable[[str], bool] | None = None
+) -> list[dict[str, Any]]:
+    """The records of an Avro data block (only those whose key ``keep`` accepts)."""
+    content = data[block.content_position:block.content_position + block.content_length]
+    version, count = struct.unpack_from(">ii", content, 0)
+    if version != _CONTENT_VERSION:
+        raise MetadataTableError(
+            f"metadata data block at byte {block.position} of {block.log_file} has version "
+            f"{version}; hudisql reads version {_CONTENT_VERSION}"
+        )
+    schema = S.parsed_schema()
+    # Blocks hudisql wrote decode with the schema's own decoder; others through fastavro.
+    writer = None
+    if block.schema and block.schema != S.schema_text():
+        writer = fastavro.parse_schema(json.loads(block.schema))
+    out: list[dict[str, Any]] = []
+    pos = 8
+    for _ in range(count):
+        (length,) = _I32.unpack_from(content, pos)
+        pos += 4
+        raw = content[pos:pos + length]
+        pos += length
+        if keep is not None and not keep(_record_key(raw)):
+            continue
+        if writer is None:
+            out.append(decode_record(raw))
+            continue
+        record = fastavro.schemaless_reader(
+            io.BytesIO(raw), writer, schema,
+            return_record_name=True, return_record_name_override=True,
+        )
+        out.append(record)  # type: ignore[arg-type]  # a record schema gives a dict
+    return out

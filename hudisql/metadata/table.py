@@ -18,31 +18,27 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import posixpath
-import struct
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
-from hudisql.metadata.avro import decode_record, encode_record
+from hudisql.metadata.avro import data_block_content
 from hudisql.metadata.partitions import file_group_indexes, partition_spec
-from hudisql.metadata.records import PartitionUpdate, Record, merge_records
+from hudisql.metadata.reader import read_partition
+from hudisql.metadata.records import PartitionUpdate, Record
 from hudisql.table import properties as P
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.filenames import BaseFileName, LogFileName, write_token
 from hudisql.table.fsview import VisibleInstants
 from hudisql.table.instant import Action, Instant, State
-from hudisql.table.log.format import BlockType, DeleteRecord, HeaderKey, LogBlockInfo, encode_block
-from hudisql.table.log.reader import decode_delete_block, scan_blocks
+from hudisql.table.log.format import BlockType, DeleteRecord, HeaderKey, encode_block
 from hudisql.table.log.writer import encode_delete_block
-from hudisql.table.merge import plan_log_blocks
 from hudisql.table.storage import Storage
 from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
@@ -69,8 +65,6 @@ INIT_SUFFIX = "010"
 SOLO_INSTANT = "0" * 17
 #: Our key in the metadata table's hoodie.properties: its base files are parquet, not HFile.
 BASE_FORMAT_KEY = "hoodie.metadata.base.file.format"
-_CONTENT_VERSION = 3
-_I32 = struct.Struct(">i")
 _BUILD_TOKEN = write_token(0, 0, 0)
 
 
@@ -114,7 +108,7 @@ def metadata_properties(data: HudiTable) -> P.TableProperties:
 
 
 @dataclass
-class _Slice:
+class Slice:
     """The latest slice of one metadata file group: its base instant, base file and logs."""
 
     file_id: str
@@ -279,7 +273,7 @@ class MetadataTable:
         Raises:
             MetadataTableError: the partition is not initialized.
         """
-        ids = self._require_groups(partition)
+        ids = self.require_groups(partition)
         rows = records if isinstance(records, pa.Table) else S.to_parquet_rows(list(records))
         owner = pa.array(file_group_indexes(rows.column("key"), len(ids)))
         return [self.write_base_file(partition, file_id, rows.filter(pc.equal(owner, index)),
@@ -297,7 +291,7 @@ class MetadataTable:
         Raises:
             MetadataTableError: a row whose key belongs to another file group.
         """
-        ids = self._require_groups(partition)
+        ids = self.require_groups(partition)
         index = ids.index(file_id) if file_id in ids else -1
         if rows.num_rows and (file_group_indexes(rows.column("key"), len(ids)) != index).any():
             raise MetadataTableError(
@@ -398,7 +392,7 @@ class MetadataTable:
             MetadataTableError: a partition without file groups.
         """
         for partition in updates:
-            self._require_groups(partition)
+            self.require_groups(partition)
         if self.timeline.get(instant_time) is not None:
             self.rollback(instant_time)
         instant = self._begin(instant_time)
@@ -408,8 +402,8 @@ class MetadataTable:
             if not update:
                 metadata.partition_to_write_stats.setdefault(partition, [])
                 continue
-            ids = self._require_groups(partition)
-            slices = self._latest_slices(partition, ids, for_write=True)
+            ids = self.require_groups(partition)
+            slices = self.latest_slices(partition, ids, for_write=True)
             routed = _route(update.records, len(ids))
             deleted = _route_keys(update.deletes, len(ids))
             for index, file_id in enumerate(ids):
@@ -418,7 +412,8 @@ class MetadataTable:
                     continue
                 blocks = []
                 if rows:
-                    blocks.append(encode_block(BlockType.AVRO_DATA, header, _avro_content(rows)))
+                    content = data_block_content(rows)
+                    blocks.append(encode_block(BlockType.AVRO_DATA, header, content))
                 if gone:
                     blocks.append(encode_delete_block(
                         [DeleteRecord(k, "", 0) for k in gone],
@@ -483,7 +478,7 @@ class MetadataTable:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def _require_groups(self, partition: str) -> list[str]:
+    def require_groups(self, partition: str) -> list[str]:
         ids = self.file_group_ids(partition)
         if not ids:
             raise MetadataTableError(
@@ -492,16 +487,16 @@ class MetadataTable:
             )
         return ids
 
-    def _latest_slices(
+    def latest_slices(
         self, partition: str, ids: Sequence[str], *, for_write: bool = False
-    ) -> dict[str, _Slice]:
+    ) -> dict[str, Slice]:
         """Each file group's latest slice: the newest base instant on the metadata timeline.
 
         For writes any state counts (a partition being built is pending); for reads only
         instants a reader sees.
         """
         timeline = self.timeline
-        visible = self._visible()
+        visible = self.visible_instants()
 
         def ok(ts: str) -> bool:
             return timeline.get(ts) is not None if for_write else ts in visible
@@ -531,11 +526,11 @@ class MetadataTable:
                 (lg for lg in logs[file_id] if lg.base_instant == base_ts),
                 key=lambda lg: (lg.version, lg.write_token or ""),
             )
-            out[file_id] = _Slice(file_id, base_ts, bases[file_id].get(base_ts),
+            out[file_id] = Slice(file_id, base_ts, bases[file_id].get(base_ts),
                                   [lg.format() for lg in slice_logs])
         return out
 
-    def _visible(self) -> _Visible:
+    def visible_instants(self) -> VisibleInstants:
         return _Visible(self.timeline, self.data.timeline)
 
     def read_partition(
@@ -551,83 +546,7 @@ class MetadataTable:
         Raises:
             MetadataTableError: the partition is not initialized.
         """
-        ids = self._require_groups(partition)
-        wanted = None if keys is None else set(keys)
-        starts = None if prefixes is None else tuple(prefixes)
-        groups: Iterable[int] = range(len(ids))
-        if wanted is not None:
-            groups = sorted({int(i) for i in file_group_indexes(sorted(wanted), len(ids))})
-        slices = self._latest_slices(partition, ids)
-        visible = self._visible()
-
-        key_filter = _KeyFilter(wanted, starts)
-        merged: dict[str, Record] = {}
-        for index in groups:
-            self._merge_slice(partition, slices[ids[index]], visible, key_filter, merged)
-        return merged
-
-    def _merge_slice(
-        self, partition: str, file_slice: _Slice, visible: _Visible, key_filter: _KeyFilter,
-        merged: dict[str, Record],
-    ) -> None:
-        keep = key_filter.keep
-        if file_slice.base_file is not None:
-            table = pq.read_table(
-                self.storage.open_input_file(posixpath.join(partition, file_slice.base_file)),
-                filters=key_filter.expression(),
-            )
-            for record in S.from_parquet_rows(table):
-                merged[record["key"]] = record
-        blocks: list[LogBlockInfo] = []
-        contents: dict[str, bytes] = {}
-        for name in file_slice.log_files:
-            rel = posixpath.join(partition, name)
-            contents[rel] = self.storage.read_bytes(rel)
-            blocks.extend(scan_blocks(contents[rel], rel))
-        report = plan_log_blocks(blocks, visible, reconcile="off")
-        for block in report.merged:
-            data = contents[block.log_file]
-            if block.block_type == BlockType.DELETE:
-                for deleted in decode_delete_block(data, block):
-                    if deleted.record_key is not None and keep(deleted.record_key):
-                        merged.pop(deleted.record_key, None)
-                continue
-            if block.block_type != BlockType.AVRO_DATA:
-                raise MetadataTableError(
-                    f"metadata log file {block.log_file} holds a {block.block_type.name} block; "
-                    "hudisql writes Avro data blocks in its metadata table"
-                )
-            for record in _decode_avro(data, block, keep):
-                key = record["key"]
-                older = merged.get(key)
-                merged[key] = record if older is None else merge_records(older, record)
-
-
-class _KeyFilter:
-    """Which keys a read wants: given keys, keys with given prefixes, or all."""
-
-    def __init__(self, keys: set[str] | None, prefixes: tuple[str, ...] | None) -> None:
-        self.keys = keys
-        self.prefixes = prefixes
-
-    def keep(self, key: str) -> bool:
-        """Whether ``key`` is wanted."""
-        if self.keys is not None and key not in self.keys:
-            return False
-        return self.prefixes is None or key.startswith(self.prefixes)
-
-    def expression(self) -> pc.Expression | None:
-        """The same test as a parquet filter (row groups are skipped by their key ranges)."""
-        found: pc.Expression | None = None
-        if self.keys is not None:
-            found = pc.field("key").isin(sorted(self.keys))
-        if self.prefixes is not None:
-            starts = [pc.starts_with(pc.field("key"), p) for p in self.prefixes]
-            any_prefix = starts[0] if starts else pc.scalar(False)
-            for more in starts[1:]:
-                any_prefix = any_prefix | more
-            found = any_prefix if found is None else found & any_prefix
-        return found
+        return read_partition(self, partition, keys, prefixes)
 
 
 def _route(records: Sequence[Record], count: int) -> dict[int, list[Record]]:
@@ -646,64 +565,4 @@ def _route_keys(keys: Sequence[str], count: int) -> dict[int, list[str]]:
         return out
     for key, index in zip(keys, file_group_indexes(list(keys), count).tolist(), strict=True):
         out.setdefault(index, []).append(key)
-    return out
-
-
-def _avro_content(records: Sequence[Record]) -> bytes:
-    """An Avro data block's content: version, count, then length-prefixed records."""
-    out = bytearray(_I32.pack(_CONTENT_VERSION) + _I32.pack(len(records)))
-    for record in records:
-        raw = encode_record(record)
-        out += _I32.pack(len(raw))
-        out += raw
-    return bytes(out)
-
-
-def _avro_key(raw: bytes) -> str:
-    """The ``key`` of an Avro-encoded metadata record (its first field) without decoding it."""
-    shift = value = pos = 0
-    while True:
-        byte = raw[pos]
-        value |= (byte & 0x7F) << shift
-        pos += 1
-        if not byte & 0x80:
-            break
-        shift += 7
-    length = (value >> 1) ^ -(value & 1)
-    return raw[pos:pos + length].decode("utf-8")
-
-
-def _decode_avro(
-    data: bytes, block: LogBlockInfo, keep: Callable[[str], bool] | None = None
-) -> list[Record]:
-    """The records of an Avro data block (only those whose key ``keep`` accepts)."""
-    content = data[block.content_position:block.content_position + block.content_length]
-    version, count = struct.unpack_from(">ii", content, 0)
-    if version != _CONTENT_VERSION:
-        raise MetadataTableError(
-            f"metadata data block at byte {block.position} of {block.log_file} has version "
-            f"{version}; hudisql reads version {_CONTENT_VERSION}"
-        )
-    schema = S.parsed_schema()
-    # Blocks hudisql wrote decode with the schema's own decoder; others through fastavro.
-    writer = None
-    if block.schema and block.schema != S.schema_text():
-        writer = fastavro.parse_schema(json.loads(block.schema))
-    out: list[Record] = []
-    pos = 8
-    for _ in range(count):
-        (length,) = _I32.unpack_from(content, pos)
-        pos += 4
-        raw = content[pos:pos + length]
-        pos += length
-        if keep is not None and not keep(_avro_key(raw)):
-            continue
-        if writer is None:
-            out.append(decode_record(raw))
-            continue
-        record = fastavro.schemaless_reader(
-            io.BytesIO(raw), writer, schema,
-            return_record_name=True, return_record_name_override=True,
-        )
-        out.append(record)  # type: ignore[arg-type]  # a record schema gives a dict
     return out

@@ -68,10 +68,11 @@ def test_records_go_to_the_file_group_of_their_key(mor_table: HudiTable) -> None
         for block in scan_log_file(mdt.storage, status.path):
             if block.instant_time == ts and block.block_type.name == "AVRO_DATA":
                 index = int(name.file_id.split("-")[2])
-                from hudisql.metadata.table import _decode_avro
+                from hudisql.metadata.avro import block_records
 
                 data = mdt.storage.read_bytes(status.path)
-                assert {file_group_index(r["key"], 3) for r in _decode_avro(data, block)} == {index}
+                found = {file_group_index(r["key"], 3) for r in block_records(data, block)}
+                assert found == {index}
     got = mdt.read_partition("record_index", keys=["key3", "key7", "nope"])
     assert set(got) == {"key3", "key7"}
 
