@@ -44,8 +44,8 @@ from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
 from hudisql.table.write_files import (
     MARKER_DIR,
-    _create_log_files,
-    _write_marker,
+    create_log_files,
+    write_marker,
     write_partition_metadata,
 )
 
@@ -258,7 +258,7 @@ class MetadataTable:
         ids = spec.file_group_ids(count)
         empty = encode_delete_block([], {HeaderKey.INSTANT_TIME: instant_time})
         for file_id in ids:
-            _create_log_files(self.storage, partition, file_id, instant_time, instant_time,
+            create_log_files(self.storage, partition, file_id, instant_time, instant_time,
                               _BUILD_TOKEN, [empty], 1 << 30)
         return ids
 
@@ -310,7 +310,7 @@ class MetadataTable:
         sink = io.BytesIO()
         pq.write_table(rows, sink, compression="zstd", store_schema=False)
         data = sink.getvalue()
-        _write_marker(self.storage, instant_time, partition, name, "CREATE")
+        write_marker(self.storage, instant_time, partition, name, "CREATE")
         self.storage.delete(rel)
         self.storage.create_if_absent(rel, data)
         return WriteStat(file_id=file_id, path=rel, num_writes=rows.num_rows,
@@ -420,7 +420,7 @@ class MetadataTable:
                         {HeaderKey.INSTANT_TIME: instant_time},
                     ))
                 base = slices[file_id].base_instant
-                written = _create_log_files(self.storage, partition, file_id, base, instant_time,
+                written = create_log_files(self.storage, partition, file_id, base, instant_time,
                                             _BUILD_TOKEN, blocks, 1 << 30)
                 for rel, size in written:
                     metadata.add_write_stat(WriteStat(

@@ -147,7 +147,7 @@ def test_rollback_of_a_deltacommit_that_crashed_midway(
     calls = []
     import hudisql.metadata.table as module
 
-    real = module._create_log_files
+    real = module.create_log_files
 
     def crash_on_second(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(args[2])
@@ -155,7 +155,7 @@ def test_rollback_of_a_deltacommit_that_crashed_midway(
             raise OSError("disk went away")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(module, "_create_log_files", crash_on_second)
+    monkeypatch.setattr(module, "create_log_files", crash_on_second)
     with pytest.raises(OSError):
         mdt.reload(mor_table.reload()).write_deltacommit(ts, {"record_index": PartitionUpdate(
             [record_index_record(f"k{i}", loc()) for i in range(40)])})
