@@ -316,7 +316,8 @@ def build_partition_records(
     """Every record of metadata partition ``partition``, computed from the data table.
 
     Args:
-        as_of: build as of this data instant (the indexer's base instant); default: now.
+        as_of: build as of this data instant; default: the table as it is (what the
+            indexer's build wants: see docs/METADATA.md, "Building a partition").
 
     Raises:
         MetadataTableError: an index hudisql does not build (expression, bloom filters), or

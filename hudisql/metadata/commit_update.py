@@ -69,15 +69,23 @@ __all__ = [
 _T = MetadataPartitionType
 
 
-class _WithInstant(VisibleInstants):
-    """The data table's visible instants plus one instant about to complete."""
+class _AsOf(VisibleInstants):
+    """The data table as of one instant, with that instant counted in or out.
 
-    def __init__(self, timeline: Timeline, instant_time: str) -> None:
-        super().__init__(timeline)
+    Counting it in whatever its state lets a commit about to complete (pending) and a
+    completed one the indexer's catch-up missed be handled alike; instants after it stay
+    out, so the difference is that instant's own.
+    """
+
+    def __init__(self, timeline: Timeline, instant_time: str, include: bool) -> None:
+        super().__init__(timeline, instant_time)
         self.instant_time = instant_time
+        self.include = include
 
     def __contains__(self, timestamp: object) -> bool:
-        return timestamp == self.instant_time or super().__contains__(timestamp)
+        if timestamp == self.instant_time:
+            return self.include
+        return super().__contains__(timestamp)
 
 
 def written_files(table: HudiTable, instant_time: str, metadata: CommitMetadata) -> list[DataFile]:
@@ -244,10 +252,14 @@ class RowChanges:
 def row_changes(
     table: HudiTable, instant_time: str, metadata: CommitMetadata, columns: Sequence[str]
 ) -> dict[tuple[str, str], RowChanges]:
-    """Each touched file group's rows before the commit and with it, read from the table."""
-    before_view = FileSystemView(table.storage, table.properties, table.timeline)
-    after_view = FileSystemView(table.storage, table.properties, table.timeline)
-    after_view.visible = _WithInstant(table.timeline, instant_time)
+    """Each touched file group's rows without the commit and with it, read from the table.
+
+    Works for a pending commit (about to complete) and for a completed one (catch-up).
+    """
+    before_view = FileSystemView(table.storage, table.properties, table.timeline, instant_time)
+    before_view.visible = _AsOf(table.timeline, instant_time, include=False)
+    after_view = FileSystemView(table.storage, table.properties, table.timeline, instant_time)
+    after_view.visible = _AsOf(table.timeline, instant_time, include=True)
     replaced = {(p, f) for p, ids in metadata.partition_to_replace_file_ids.items() for f in ids}
     out = {}
     for group in _touched_groups(metadata):

@@ -144,29 +144,42 @@ def test_a_failed_commit_rolls_its_metadata_back(tmp_path: Path) -> None:
 
 
 def test_writers_update_a_partition_being_indexed(tmp_path: Path) -> None:
-    """RFC-45: file groups are initialized at schedule; writers log into them; the build
-    writes base files up to the base instant; completed, the partition is exact."""
-    table = new_table(tmp_path / "t")
-    table = index_all(table, ("files",))
-    base = table.timeline.last_completed().timestamp
+    """RFC-45 with the lock: file groups are initialized at schedule and every later commit
+    logs into them; the build writes base files from the table as it is when it runs. An
+    instant that completed before the schedule without a deltacommit (after a hole) is in
+    the base files; later commits touching the same keys replay on top of them exactly."""
+    table = index_all(new_table(tmp_path / "t"), ("files",))
+    client = WriteClient(table)
+    # Completed before the schedule: it updates the built files partition only.
+    commit_with(client, lambda c: c.upsert([row(50), row(2, ts=8, rider="early")]),
+                participants_for(table))
+    table = client.table.reload()
     mdt = MetadataTable(table)
-    init = mdt.new_init_instant(base)
+    init = mdt.new_init_instant(table.timeline.last_completed().timestamp)
     mdt.initialize_partition("record_index", 3, init)
-    table = set_partition_state(table, "record_index", "inflight")
-    assert inflight_partitions(table.properties) == ["record_index"]
+    mdt.initialize_partition("secondary_index_idx_rider", 2, init)
+    table = save_index_definitions(table, {"secondary_index_idx_rider": IndexDefinition(
+        "secondary_index_idx_rider", "secondary_index", ("rider",))})
+    for partition in ("record_index", "secondary_index_idx_rider"):
+        table = set_partition_state(table, partition, "inflight")
+    assert inflight_partitions(table.properties) == ["record_index", "secondary_index_idx_rider"]
 
     client = WriteClient(table)
-    commit_with(client, lambda c: c.upsert([row(50), row(3, ts=7)]), participants_for(table))
-    commit_with(client, lambda c: c.delete(["k004"]), participants_for(table), "DELETE")
+    commit_with(client, lambda c: c.upsert([row(51), row(2, ts=9, rider="later")]),
+                participants_for(table))
+    commit_with(client, lambda c: c.delete(["k004", "k050"]), participants_for(table), "DELETE")
     table = client.table.reload()
 
-    records = build_partition_records(table, "record_index", as_of=base)
     mdt.reload(table)
-    mdt.complete_instant(init, mdt.write_base_files("record_index", records, init))
-    table = set_partition_state(table, "record_index", "completed")
+    stats = []
+    for partition in ("record_index", "secondary_index_idx_rider"):
+        stats += mdt.write_base_files(partition, build_partition_records(table, partition), init)
+    mdt.complete_instant(init, stats)
+    for partition in ("record_index", "secondary_index_idx_rider"):
+        table = set_partition_state(table, partition, "completed")
     assert_exact(table)
     keys = set(MetadataTable(table).read_partition("record_index"))
-    assert "k050" in keys and "k004" not in keys
+    assert {"k050", "k004"}.isdisjoint(keys) and "k051" in keys
 
 
 def test_tables_without_indexes_have_no_participants(tmp_path: Path) -> None:
