@@ -90,7 +90,12 @@ def rollback_abandoned(
         if pending.action == Action.REPLACECOMMIT and not is_overwrite_write(
                 table.timeline, pending):
             continue
-        if is_abandoned(table.storage, pending.timestamp, interval, misses):
+        if not is_abandoned(table.storage, pending.timestamp, interval, misses):
+            continue
+        # It may have completed since the listing (its heartbeat is gone then too): only a
+        # writer whose lock does not exclude ours can do that, but never undo a commit.
+        current = table.reload().timeline.get(pending.timestamp)
+        if current is not None and not current.is_completed:
             rollback_locked(table, pending.timestamp, participants)
             rolled_back.append(pending.timestamp)
     return rolled_back

@@ -129,10 +129,12 @@ class Transaction:
             action = Action.DELTACOMMIT if self.table.properties.is_mor else Action.COMMIT
             if self.overwrite is not None:
                 action = Action.REPLACECOMMIT
-            self.instant = timeline.create_requested(action)
-            self.on_step("requested", self.instant_time)  # visible to other writers now
-            self.heartbeat = Heartbeat(self.table.storage, self.instant_time, interval).start()
             try:
+                # The heartbeat beats before the requested file exists: another writer that
+                # sees the instant (even one whose lock does not exclude us) sees it live.
+                self.instant = timeline.create_requested(
+                    action, reserve=lambda ts: self._beat_for(ts, interval))
+                self.on_step("requested", self.instant_time)  # visible to other writers now
                 content = planned or CommitMetadata(operation_type=self.operation)
                 self.instant = timeline.transition_to_inflight(self.instant, content.to_json())
             except BaseException:
@@ -140,6 +142,13 @@ class Transaction:
                 raise
         self.on_step("inflight", self.instant_time)
         return self.instant_time
+
+    def _beat_for(self, instant_time: str, interval: float) -> None:
+        """Start the heartbeat of ``instant_time`` (the time about to be taken)."""
+        if self.heartbeat is not None:
+            # That time was taken by another writer: its heartbeat file is its own now.
+            self.heartbeat.stop(delete=False)
+        self.heartbeat = Heartbeat(self.table.storage, instant_time, interval).start()
 
     def commit(self, stats: Sequence[WriteStat], schema: str,
                partitions: Iterable[str] = ()) -> Instant:
