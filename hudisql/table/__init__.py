@@ -1,7 +1,7 @@
 """The storage core: Hudi's on-disk format (properties, timeline, file view, log format, merge).
 
 Owns everything about files in Hudi's layout (read v6/v8/v9, write v6). Imports nothing of
-Spark, so Spark executors and other tools can use it; see ``shared/design/FORMAT.md``.
+Spark, so Spark executors and other tools can use it; see ``docs/FORMAT.md``.
 """
 
 from __future__ import annotations
