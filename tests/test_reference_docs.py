@@ -263,10 +263,10 @@ def test_the_checks_find_what_is_missing(entries: list[Section]) -> None:
     without = sections(re.sub(r"^### DROP TABLE\n.*?(?=^### )", "", text, flags=re.M | re.S))
     assert statement_problems(without) == [
         "statement DROP TABLE: no '### DROP TABLE' entry under '## Statements'"]
-    broken = sections(text.replace("DROP TABLE IF EXISTS trips_copy PURGE;",
-                                   "DROP TABLE IF EXISTS trips_copy PURGE AGAIN;"))
+    broken = sections(text.replace("DROP TABLE IF EXISTS trips_backup PURGE;",
+                                   "DROP TABLE IF EXISTS trips_backup PURGE AGAIN;"))
     (problem,) = statement_problems(broken)
-    assert problem.startswith("example 'DROP TABLE IF EXISTS trips_copy PURGE AGAIN' does not "
+    assert problem.startswith("example 'DROP TABLE IF EXISTS trips_backup PURGE AGAIN' does not "
                               "parse: ")
     no_limit = sections(text.replace("| `limit` | number | 10 |", "| `limit` | number | 5 |"))
     assert procedure_problems(no_limit) == ["procedure show_commits: limit's default is 10"]
