@@ -26,7 +26,8 @@ from hudisql.metadata.records import PartitionUpdate, record_index_record
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.instant import Action
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.table.write_create import create_table
+from hudisql.txn.writer import WriteClient
 
 GROUPS = 10
 LOCATION = RecordLocation("city=sf", "0a1b2c3d-0000-4000-8000-00000000000f-0", "20240101000000000")

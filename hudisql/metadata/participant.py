@@ -11,7 +11,6 @@ undoes it on rollback. :func:`participants_for` is what callers pass to a transa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
 
 from hudisql.errors import MetadataTableError
 from hudisql.metadata.commit_update import RowChanges, commit_updates
@@ -21,20 +20,9 @@ from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Instant
 from hudisql.table.properties import WRITE_VERSION
 from hudisql.table.table import HudiTable
+from hudisql.txn.participant import CommitParticipant
 
-__all__ = ["CommitParticipant", "MetadataTableParticipant", "participants_for"]
-
-
-class CommitParticipant(Protocol):
-    """A party to every commit (this Protocol matches ``hudisql.txn.participant``'s)."""
-
-    def on_commit(self, table: HudiTable, instant: Instant, metadata: CommitMetadata) -> None:
-        """Called under the table lock after conflict resolution, before the data instant
-        completes; raising aborts the commit (the data instant is rolled back)."""
-
-    def on_rollback(self, table: HudiTable, instant: Instant) -> None:
-        """Called (under the lock) when a data instant is rolled back, completed or not;
-        undoes what on_commit wrote for that instant time (idempotent)."""
+__all__ = ["MetadataTableParticipant", "participants_for"]
 
 
 class MetadataTableParticipant:
@@ -56,8 +44,7 @@ class MetadataTableParticipant:
             MetadataTableError: a partition the table config names has no file groups
                 (the metadata table is damaged: drop the index and create it again).
         """
-        table = table.reload()
-        props = table.properties
+        props = table.properties  # the transaction loaded it under the lock
         partitions = sorted(set(completed_partitions(props)) | set(inflight_partitions(props)))
         if not partitions:
             return

@@ -9,7 +9,8 @@ import pyarrow as pa
 import pytest
 
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.table.write_create import create_table
+from hudisql.txn.writer import WriteClient
 
 SCHEMA = pa.schema([
     ("id", pa.string()), ("ts", pa.int64()), ("rider", pa.string()), ("fare", pa.float64()),

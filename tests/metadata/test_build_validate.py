@@ -1,12 +1,16 @@
 """Building the metadata table from a written table, keeping it exact on commits, validating it.
 
-Tables are written with the pure-Python writer; every commit after the build carries its
-metadata deltacommit (``tests.metadata.commits``). ``validate_metadata_table`` must find
-no difference after each, and must find them when a commit skipped the metadata table.
+Tables are written with the pure-Python writer; after the build every commit carries its
+metadata deltacommit (``participants_for``, called by the commit protocol under the lock).
+``validate_metadata_table`` must find no difference after each, and must find them when a
+commit skipped the metadata table.
 """
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,9 +34,9 @@ from hudisql.metadata.records import is_live
 from hudisql.metadata.table import MetadataTable
 from hudisql.metadata.validate import validate_metadata_table
 from hudisql.table.commit_metadata import CommitMetadata
+from hudisql.table.instant import Instant
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient
-from tests.metadata.commits import commit_with
+from hudisql.txn.writer import WriteClient
 from tests.metadata.conftest import new_table, row
 
 PARTITIONS = ("files", "column_stats", "record_index", "secondary_index_idx_rider",
@@ -77,13 +81,11 @@ def test_build_then_commits_keep_it_exact(
     participants = participants_for(table)
     assert [type(p) for p in participants] == [MetadataTableParticipant]
 
-    client = WriteClient(table, max_records_per_file=5)
+    client = WriteClient(table, max_records_per_file=5, participants=participants)
     # Updates that change the indexed rider, and new keys.
-    commit_with(client, lambda c: c.upsert(
-        [row(i, ts=5, rider="changed") for i in (1, 2, 7)] + [row(i) for i in (20, 21)]),
-        participants)
+    client.upsert([row(i, ts=5, rider="changed") for i in (1, 2, 7)] + [row(i) for i in (20, 21)])
     assert_exact(client.table)
-    commit_with(client, lambda c: c.delete(["k002", "k020"]), participants, "DELETE")
+    client.delete(["k002", "k020"])
     assert_exact(client.table)
 
     mdt = MetadataTable(client.table.reload())
@@ -114,33 +116,76 @@ def test_validation_finds_a_commit_that_skipped_the_metadata_table(tmp_path: Pat
     assert result.to_arrow().num_rows == len(result.differences)
 
 
-def test_a_failed_commit_rolls_its_metadata_back(tmp_path: Path) -> None:
+class Crash(Exception):
+    """A failure injected at one step of a commit."""
+
+
+def test_a_commit_failing_under_the_lock_rolls_its_metadata_back(tmp_path: Path) -> None:
     table = index_all(new_table(tmp_path / "t"))
-    participant = MetadataTableParticipant()
+    written: list[str] = []
 
     class Refuse:
-        def on_commit(self, table: HudiTable, instant: object, metadata: object) -> None:
-            raise RuntimeError("conflict found after the metadata update")
+        """A later participant that fails after the metadata deltacommit was written."""
 
-        def on_rollback(self, table: HudiTable, instant: object) -> None:
+        def on_commit(self, table: HudiTable, instant: Instant, metadata: object) -> None:
+            written.append(instant.timestamp)
+            assert MetadataTable(table).has_completed(instant.timestamp)
+            raise Crash("refused after the metadata update")
+
+        def on_rollback(self, table: HudiTable, instant: Instant) -> None:
             return None
 
-    client = WriteClient(table)
-    with pytest.raises(RuntimeError):
-        commit_with(client, lambda c: c.upsert([row(40)]), [participant, Refuse()])
-    pending = client.table.reload().timeline.pending()
-    assert len(pending) == 1
-    ts = pending[0].timestamp
-    mdt = MetadataTable(client.table.reload())
-    assert mdt.has_completed(ts)
-    # The metadata deltacommit of a data instant that never completed is invisible.
-    assert_exact(client.table.reload())
-    client.rollback(ts)
-    participant.on_rollback(client.table.reload(), pending[0])
-    participant.on_rollback(client.table.reload(), pending[0])  # idempotent
-    assert mdt.reload(client.table.reload()).timeline.get(ts) is None
-    assert_exact(client.table.reload())
-    assert "k040" not in MetadataTable(client.table.reload()).read_partition("record_index")
+    client = WriteClient(table, participants=[*participants_for(table), Refuse()])
+    with pytest.raises(Crash):
+        client.upsert([row(40)])
+    table = client.table.reload()
+    assert written and written[0] in table.timeline.rolled_back_instants()
+    assert MetadataTable(table).timeline.get(written[0]) is None
+    assert_exact(table)
+    assert "k040" not in MetadataTable(table).read_partition("record_index")
+
+
+KILLED_WRITER = """
+import os, signal, sys
+from hudisql.metadata.participant import participants_for
+from hudisql.table.table import HudiTable
+from hudisql.txn.writer import WriteClient
+from tests.metadata.conftest import row
+
+
+class KillSelf:
+    def on_commit(self, table, instant, metadata):
+        os.kill(os.getpid(), signal.SIGKILL)  # after the metadata deltacommit, before completion
+
+    def on_rollback(self, table, instant):
+        pass
+
+
+table = HudiTable.open(sys.argv[1])
+WriteClient(table, participants=[*participants_for(table), KillSelf()]).upsert(
+    [row(41), row(3, ts=7, rider="lost")])
+"""
+
+
+def test_a_writer_killed_after_its_metadata_update_is_rolled_back_whole(tmp_path: Path) -> None:
+    """A writer process dies (SIGKILL) between its metadata deltacommit and its completed
+    instant; the deltacommit stays invisible, and the rollback of the instant removes it."""
+    table = index_all(new_table(tmp_path / "t"))
+    done = subprocess.run([sys.executable, "-c", KILLED_WRITER, table.base_path],
+                          cwd=Path(__file__).parents[2], capture_output=True, check=False)
+    assert done.returncode == -signal.SIGKILL, done.stderr.decode()
+    table = table.reload()
+    (pending,) = table.timeline.pending()
+    mdt = MetadataTable(table)
+    assert mdt.has_completed(pending.timestamp)
+    assert_exact(table)  # its data instant is pending: readers skip the deltacommit
+    WriteClient(table, participants=participants_for(table)).rollback(pending.timestamp)
+    table = table.reload()
+    assert mdt.reload(table).timeline.get(pending.timestamp) is None
+    assert_exact(table)
+    MetadataTableParticipant().on_rollback(table, pending)  # idempotent
+    assert_exact(table.reload())
+    assert "k041" not in MetadataTable(table).read_partition("record_index")
 
 
 def test_writers_update_a_partition_being_indexed(tmp_path: Path) -> None:
@@ -149,10 +194,9 @@ def test_writers_update_a_partition_being_indexed(tmp_path: Path) -> None:
     instant that completed before the schedule without a deltacommit (after a hole) is in
     the base files; later commits touching the same keys replay on top of them exactly."""
     table = index_all(new_table(tmp_path / "t"), ("files",))
-    client = WriteClient(table)
     # Completed before the schedule: it updates the built files partition only.
-    commit_with(client, lambda c: c.upsert([row(50), row(2, ts=8, rider="early")]),
-                participants_for(table))
+    client = WriteClient(table, participants=participants_for(table))
+    client.upsert([row(50), row(2, ts=8, rider="early")])
     table = client.table.reload()
     mdt = MetadataTable(table)
     init = mdt.new_init_instant(table.timeline.last_completed().timestamp)
@@ -164,10 +208,9 @@ def test_writers_update_a_partition_being_indexed(tmp_path: Path) -> None:
         table = set_partition_state(table, partition, "inflight")
     assert inflight_partitions(table.properties) == ["record_index", "secondary_index_idx_rider"]
 
-    client = WriteClient(table)
-    commit_with(client, lambda c: c.upsert([row(51), row(2, ts=9, rider="later")]),
-                participants_for(table))
-    commit_with(client, lambda c: c.delete(["k004", "k050"]), participants_for(table), "DELETE")
+    client = WriteClient(table, participants=participants_for(table))
+    client.upsert([row(51), row(2, ts=9, rider="later")])
+    client.delete(["k004", "k050"])
     table = client.table.reload()
 
     mdt.reload(table)
