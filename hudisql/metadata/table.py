@@ -29,6 +29,11 @@ import pyarrow.parquet as pq
 from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
 from hudisql.metadata.avro import data_block_content
+from hudisql.metadata.config import (
+    load_index_definitions,
+    save_index_definitions,
+    set_partition_state,
+)
 from hudisql.metadata.partitions import file_group_indexes, partition_spec
 from hudisql.metadata.reader import read_partition
 from hudisql.metadata.records import PartitionUpdate, Record
@@ -54,6 +59,7 @@ __all__ = [
     "METADATA_PATH",
     "MetadataTable",
     "data_instant_of",
+    "drop_index",
     "init_instant_time",
     "metadata_properties",
 ]
@@ -566,3 +572,24 @@ def _route_keys(keys: Sequence[str], count: int) -> dict[int, list[str]]:
     for key, index in zip(keys, file_group_indexes(list(keys), count).tolist(), strict=True):
         out.setdefault(index, []).append(key)
     return out
+
+
+def drop_index(data: HudiTable, partition: str) -> HudiTable:
+    """Remove a metadata partition: from hoodie.properties and index.json, then its files.
+
+    The table config goes first (callers hold the table lock), so no commit writes to the
+    partition while its folder goes; a crash in between leaves a folder nobody reads, which
+    a re-run removes. Idempotent.
+
+    Returns:
+        The data table reloaded.
+    """
+    partition_spec(partition)
+    data = set_partition_state(data, partition, None)
+    definitions = load_index_definitions(data)
+    if partition in definitions:
+        del definitions[partition]
+        data = save_index_definitions(data, definitions)
+    if MetadataTable.exists_for(data):
+        MetadataTable(data).drop_partition(partition)
+    return data

@@ -24,6 +24,7 @@ from hudisql.metadata.config import (
     IndexDefinition,
     completed_partitions,
     inflight_partitions,
+    load_index_definitions,
     save_index_definitions,
     set_partition_state,
 )
@@ -31,7 +32,7 @@ from hudisql.metadata.keys import RecordLocation, secondary_index_key
 from hudisql.metadata.participant import MetadataTableParticipant, participants_for
 from hudisql.metadata.partitions import partition_spec
 from hudisql.metadata.records import is_live
-from hudisql.metadata.table import MetadataTable
+from hudisql.metadata.table import MetadataTable, drop_index
 from hudisql.metadata.validate import validate_metadata_table
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Instant
@@ -257,3 +258,15 @@ def test_row_changes_from_the_writer_drive_record_and_secondary_updates(tmp_path
           for r in updates["secondary_index_idx_rider"].records}
     # k1 keeps value x (no entry); y$k2 is voided; z$k3 is new.
     assert si == {("y$k2", True), ("z$k3", False)}
+
+
+def test_drop_index_removes_config_definition_and_files(tmp_path: Path) -> None:
+    table = index_all(new_table(tmp_path / "t"))
+    table = drop_index(table, "secondary_index_idx_rider")
+    assert "secondary_index_idx_rider" not in completed_partitions(table.properties)
+    assert load_index_definitions(table) == {}
+    assert "secondary_index_idx_rider" not in MetadataTable(table).partitions()
+    assert drop_index(table, "secondary_index_idx_rider").properties == table.properties
+    # Later commits leave the dropped partition alone and keep the others exact.
+    WriteClient(table, participants=participants_for(table)).upsert([row(70)])
+    assert_exact(table.reload())
