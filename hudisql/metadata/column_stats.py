@@ -3,7 +3,8 @@
 Pure functions of one file (Spark executors of the indexer call them per file slice):
 :func:`base_file_ranges` combines the row groups' footer statistics (reading a column only
 where a row group has no min/max, e.g. all nulls); :func:`log_file_ranges` computes them
-from the records of the log file's data blocks (sizes 0, as Hudi records for logs).
+from the records of the log file's data blocks (sizes 0, as Hudi records for logs; the
+operand columns of an expression block get none).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudisql.metadata.records import ColumnRange, value_kind
+from hudisql.table.expressions import block_expressions
 from hudisql.table.log.format import BlockType
 from hudisql.table.log.reader import decode_data_block, scan_blocks
 from hudisql.table.schema import META_COLUMNS
@@ -126,14 +128,18 @@ def log_file_ranges(
     """
     data = storage.read_bytes(rel)
     tables = []
+    # An expression block's records hold operands (``SET c = c + x``), not values: its
+    # columns get no statistics (a reader then cannot prune the file on them).
+    operands: set[str] = set()
     for block in scan_blocks(data, posixpath.basename(rel)):
         if block.is_corrupt or block.block_type not in (BlockType.AVRO_DATA,
                                                         BlockType.PARQUET_DATA):
             continue
         if instant_time is not None and block.instant_time != instant_time:
             continue
+        operands.update(block_expressions(block) or {})
         tables.append(decode_data_block(data, block))
     if not tables:
         return []
     merged = pa.concat_tables(tables, promote_options="default")
-    return table_ranges(merged, columns)
+    return table_ranges(merged, [c for c in columns if c not in operands])

@@ -137,3 +137,20 @@ def test_footer_statistics_equal_statistics_of_the_data(tmp_path: Path) -> None:
             for r in from_footer] == [
         (r.column, r.min_value, r.max_value, r.null_count, r.value_count) for r in from_data]
     assert all(r.total_size > 0 for r in from_footer)
+
+
+def test_expression_block_operands_get_no_statistics(tmp_path: Path) -> None:
+    from hudisql.metadata.column_stats import log_file_ranges
+    from hudisql.table.write_files import write_log_file
+    from tests.metadata.conftest import new_table
+
+    table = new_table(tmp_path / "t")
+    (first,) = [s for s in table.file_slices() if s.partition_path == "city=sf"][:1]
+    records = pa.table({"_hoodie_record_key": ["k000"], "_hoodie_partition_path": ["city=sf"],
+                        "id": ["k000"], "ts": [1], "rider": ["r0"], "fare": [2.5],
+                        "day": [dt.date(2024, 1, 1)], "city": ["sf"]})
+    stat = write_log_file(table.storage, "city=sf", first.file_id, first.base_instant,
+                          "20990101000000000", "0-0-0", records, table.avro_schema,
+                          expressions={"fare": "add"})
+    got = {r.column for r in log_file_ranges(table.storage, stat.path or "", ["ts", "fare"])}
+    assert got == {"ts"}
