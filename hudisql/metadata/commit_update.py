@@ -178,7 +178,9 @@ def _partition_stats(
     ``removed``: files (by partition) this action deletes, left out of the ranges.
     """
     update = PartitionUpdate()
-    use_mdt = "column_stats" in completed_partitions(table.properties)
+    # The built column_stats partition holds every file's ranges, when it covers the columns.
+    use_mdt = "column_stats" in completed_partitions(table.properties) and set(
+        spec.source_fields) <= set(index_spec(table, "column_stats").source_fields)
     mdt = MetadataTable(table) if use_mdt else None
     for partition in touched:
         per_file: dict[str, list[ColumnRange]] = {}

@@ -46,7 +46,8 @@ PARTITIONS = ("files", "column_stats", "record_index", "secondary_index_idx_ride
 
 def index_all(table: HudiTable, partitions: tuple[str, ...] = PARTITIONS) -> HudiTable:
     """Build each partition from scratch and mark it built, as the indexer's end state."""
-    table = save_index_definitions(table, {"secondary_index_idx_rider": IndexDefinition(
+    table = save_index_definitions(table, {**load_index_definitions(table),
+                                           "secondary_index_idx_rider": IndexDefinition(
         "secondary_index_idx_rider", "secondary_index", ("rider",))})
     mdt = MetadataTable(table)
     base = table.timeline.last_completed().timestamp
@@ -270,3 +271,21 @@ def test_drop_index_removes_config_definition_and_files(tmp_path: Path) -> None:
     # Later commits leave the dropped partition alone and keep the others exact.
     WriteClient(table, participants=participants_for(table)).upsert([row(70)])
     assert_exact(table.reload())
+
+
+def test_partition_stats_over_columns_column_stats_does_not_index(tmp_path: Path) -> None:
+    table = save_index_definitions(new_table(tmp_path / "t"), {
+        "column_stats": IndexDefinition("column_stats", "column_stats", ("fare",)),
+        "partition_stats": IndexDefinition("partition_stats", "partition_stats",
+                                           ("fare", "rider", "day")),
+    })
+    table = index_all(table, ("files", "column_stats", "partition_stats"))
+    client = WriteClient(table, participants=participants_for(table))
+    client.upsert([row(1, ts=4, rider="zzz", fare=1000.0), row(80)])
+    assert_exact(client.table)
+    stats = MetadataTable(client.table).read_partition("partition_stats")
+    maxima = {r["ColumnStatsMetadata"]["columnName"]: r["ColumnStatsMetadata"]["maxValue"]
+              for r in stats.values() if r["ColumnStatsMetadata"]["fileName"] == "city=la"}
+    assert maxima["rider"][1]["value"] == "zzz" and maxima["fare"][1]["value"] == 1000.0
+    assert {r["ColumnStatsMetadata"]["columnName"] for r in
+            MetadataTable(client.table).read_partition("column_stats").values()} == {"fare"}
