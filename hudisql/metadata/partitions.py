@@ -34,6 +34,7 @@ __all__ = [
     "file_group_indexes",
     "java_string_hash",
     "partition_spec",
+    "secondary_routing_keys",
 ]
 
 #: The key of the files partition's record listing every data partition.
@@ -103,6 +104,17 @@ class PartitionSpec:
         """The ids of the partition's ``count`` file groups, in index order."""
         return [file_group_id(self, i) for i in range(count)]
 
+    def route(self, keys: pa.Array | pa.ChunkedArray | list[str], count: int) -> np.ndarray:
+        """The file group index of each key (see :func:`file_group_indexes`).
+
+        Secondary index keys route by their value part ``escape(value)$`` (Hudi's secondary
+        index V2, table version 9), so every entry of one value is in one file group and a
+        lookup by value reads one file group.
+        """
+        if self.kind == MetadataPartitionType.SECONDARY_INDEX:
+            return file_group_indexes(secondary_routing_keys(keys), count)
+        return file_group_indexes(keys, count)
+
 
 def partition_spec(name: str) -> PartitionSpec:
     """The metadata partition named ``name`` (``files``, ``secondary_index_idx_rider``, ...).
@@ -158,6 +170,22 @@ def estimate_file_group_count(
 
 
 _MASK32 = 0xFFFFFFFF
+#: A secondary index key's value part: up to and including its first unescaped ``$``.
+_VALUE_PART = r"^(?P<value>(?:[^\\$]|\\.)*\$)"
+
+
+def secondary_routing_keys(keys: pa.Array | pa.ChunkedArray | list[str]) -> pa.Array:
+    """The value parts (``escape(value)$``) secondary index keys are routed by.
+
+    Raises:
+        MetadataTableError: a key without an unescaped ``$``.
+    """
+    array = keys if isinstance(keys, pa.Array | pa.ChunkedArray) else pa.array(keys, pa.string())
+    parts = pc.struct_field(pc.extract_regex(array, _VALUE_PART), "value")
+    if parts.null_count:
+        raise MetadataTableError(
+            "a secondary index key has no unescaped '$' between its value and record key")
+    return parts.combine_chunks() if isinstance(parts, pa.ChunkedArray) else parts
 
 
 def java_string_hash(text: str) -> int:

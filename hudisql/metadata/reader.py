@@ -19,7 +19,12 @@ import pyarrow.parquet as pq
 from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
 from hudisql.metadata.avro import block_records
-from hudisql.metadata.partitions import file_group_indexes
+from hudisql.metadata.partitions import (
+    MetadataPartitionType,
+    file_group_indexes,
+    partition_spec,
+    secondary_routing_keys,
+)
 from hudisql.metadata.records import Record, merge_records
 from hudisql.table.fsview import VisibleInstants
 from hudisql.table.log.format import BlockType, LogBlockInfo
@@ -73,17 +78,31 @@ def read_partition(
         MetadataTableError: the partition is not initialized.
     """
     ids = mdt.require_groups(partition)
+    spec = partition_spec(partition)
     wanted = None if keys is None else set(keys)
+    starts = None if prefixes is None else tuple(prefixes)
     groups: Iterable[int] = range(len(ids))
     if wanted is not None:
-        groups = sorted({int(i) for i in file_group_indexes(sorted(wanted), len(ids))})
+        groups = sorted({int(i) for i in spec.route(sorted(wanted), len(ids))})
+    elif starts and spec.kind == MetadataPartitionType.SECONDARY_INDEX and all(
+            _is_value_part(p) for p in starts):
+        # All entries of one value live in the file group of its value part.
+        groups = sorted({int(i) for i in file_group_indexes(list(starts), len(ids))})
     slices = mdt.latest_slices(partition, ids)
     visible = mdt.visible_instants()
-    key_filter = KeyFilter(wanted, None if prefixes is None else tuple(prefixes))
+    key_filter = KeyFilter(wanted, starts)
     merged: dict[str, Record] = {}
     for index in groups:
         _merge_slice(mdt, partition, slices[ids[index]], visible, key_filter, merged)
     return merged
+
+
+def _is_value_part(prefix: str) -> bool:
+    """Whether ``prefix`` is a whole secondary value part ``escape(value)$``."""
+    try:
+        return bool(secondary_routing_keys([prefix + "x"]).to_pylist() == [prefix])
+    except MetadataTableError:
+        return False
 
 
 def _merge_slice(

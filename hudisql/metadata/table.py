@@ -21,6 +21,7 @@ import io
 import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,7 +35,7 @@ from hudisql.metadata.config import (
     save_index_definitions,
     set_partition_state,
 )
-from hudisql.metadata.partitions import file_group_indexes, partition_spec
+from hudisql.metadata.partitions import PartitionSpec, partition_spec
 from hudisql.metadata.reader import read_partition
 from hudisql.metadata.records import PartitionUpdate, Record
 from hudisql.table import properties as P
@@ -281,7 +282,7 @@ class MetadataTable:
         """
         ids = self.require_groups(partition)
         rows = records if isinstance(records, pa.Table) else S.to_parquet_rows(list(records))
-        owner = pa.array(file_group_indexes(rows.column("key"), len(ids)))
+        owner = pa.array(partition_spec(partition).route(rows.column("key"), len(ids)))
         return [self.write_base_file(partition, file_id, rows.filter(pc.equal(owner, index)),
                                      instant_time)
                 for index, file_id in enumerate(ids)]
@@ -299,10 +300,11 @@ class MetadataTable:
         """
         ids = self.require_groups(partition)
         index = ids.index(file_id) if file_id in ids else -1
-        if rows.num_rows and (file_group_indexes(rows.column("key"), len(ids)) != index).any():
+        spec = partition_spec(partition)
+        if rows.num_rows and (spec.route(rows.column("key"), len(ids)) != index).any():
             raise MetadataTableError(
                 f"rows given for file group {file_id} of metadata partition {partition} hold "
-                "keys of other file groups; route them with file_group_indexes"
+                "keys of other file groups; route them with PartitionSpec.route"
             )
         rows = rows.select(S.arrow_schema().names)
         if not rows.schema.equals(S.arrow_schema()):
@@ -410,8 +412,9 @@ class MetadataTable:
                 continue
             ids = self.require_groups(partition)
             slices = self.latest_slices(partition, ids, for_write=True)
-            routed = _route(update.records, len(ids))
-            deleted = _route_keys(update.deletes, len(ids))
+            spec = partition_spec(partition)
+            routed = _route(spec, update.records, len(ids))
+            deleted = _route(spec, update.deletes, len(ids))
             for index, file_id in enumerate(ids):
                 rows, gone = routed.get(index, []), deleted.get(index, [])
                 if not rows and not gone:
@@ -555,22 +558,14 @@ class MetadataTable:
         return read_partition(self, partition, keys, prefixes)
 
 
-def _route(records: Sequence[Record], count: int) -> dict[int, list[Record]]:
-    out: dict[int, list[Record]] = {}
-    if not records:
+def _route(spec: PartitionSpec, items: Sequence[Any], count: int) -> dict[int, list[Any]]:
+    """Records (or keys) by the file group they go to."""
+    out: dict[int, list[Any]] = {}
+    if not items:
         return out
-    indexes = file_group_indexes([r["key"] for r in records], count)
-    for record, index in zip(records, indexes.tolist(), strict=True):
-        out.setdefault(index, []).append(record)
-    return out
-
-
-def _route_keys(keys: Sequence[str], count: int) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = {}
-    if not keys:
-        return out
-    for key, index in zip(keys, file_group_indexes(list(keys), count).tolist(), strict=True):
-        out.setdefault(index, []).append(key)
+    keys = [item if isinstance(item, str) else item["key"] for item in items]
+    for item, index in zip(items, spec.route(keys, count).tolist(), strict=True):
+        out.setdefault(index, []).append(item)
     return out
 
 

@@ -94,3 +94,20 @@ def test_file_group_count_estimate() -> None:
 def test_routing_refuses_zero_groups() -> None:
     with pytest.raises(MetadataTableError):
         file_group_index("k", 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.text()), st.text(min_size=1)), min_size=1,
+                max_size=20), st.integers(min_value=1, max_value=9))
+def test_secondary_keys_route_by_their_value(
+    pairs: list[tuple[str | None, str]], count: int
+) -> None:
+    from hudisql.metadata.keys import secondary_index_key, secondary_key_prefix
+
+    spec = partition_spec("secondary_index_idx")
+    keys = [secondary_index_key(v, k) for v, k in pairs]
+    assert spec.route(keys, count).tolist() == [
+        file_group_index(secondary_key_prefix(v), count) for v, _ in pairs]
+    # Other partitions route by the whole key.
+    assert partition_spec("record_index").route(keys, count).tolist() == [
+        file_group_index(k, count) for k in keys]

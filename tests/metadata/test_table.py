@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hudisql.errors import MetadataTableError
-from hudisql.metadata.keys import RecordLocation
+from hudisql.metadata.avro import block_records
+from hudisql.metadata.keys import RecordLocation, secondary_index_key, secondary_key_prefix
 from hudisql.metadata.partitions import file_group_index
 from hudisql.metadata.records import (
     PartitionUpdate,
@@ -68,8 +69,6 @@ def test_records_go_to_the_file_group_of_their_key(mor_table: HudiTable) -> None
         for block in scan_log_file(mdt.storage, status.path):
             if block.instant_time == ts and block.block_type.name == "AVRO_DATA":
                 index = int(name.file_id.split("-")[2])
-                from hudisql.metadata.avro import block_records
-
                 data = mdt.storage.read_bytes(status.path)
                 found = {file_group_index(r["key"], 3) for r in block_records(data, block)}
                 assert found == {index}
@@ -198,3 +197,27 @@ def test_partitions_built_on_one_base_instant_get_successive_instants(
     first = mdt.build_partition("files", [], base, 1)
     second = mdt.reload().build_partition("column_stats", [], base, 2)
     assert (first, second) == (base + "010", base + "011")
+
+
+def test_secondary_lookup_by_value_reads_the_value_file_group(mor_table: HudiTable) -> None:
+    mdt = built(mor_table, "secondary_index_idx", 4)
+    ts = data_instant(mor_table)
+    pairs = [(f"v{i % 5}", f"k{i}") for i in range(60)] + [("a$b", "k$1"), (None, "k0")]
+    mdt.reload(mor_table.reload()).write_deltacommit(ts, {"secondary_index_idx": PartitionUpdate(
+        [secondary_index_record(v, k) for v, k in pairs])})
+    for value in ("v3", "a$b", None):
+        prefix = secondary_key_prefix(value)
+        found = mdt.read_partition("secondary_index_idx", prefixes=[prefix])
+        assert sorted(found) == sorted(secondary_index_key(v, k) for v, k in pairs if v == value)
+    # Every entry of one value sits in one file group's log.
+    owners: dict[str, set[str]] = {}
+    for status in mdt.storage.list_dir("secondary_index_idx"):
+        name = LogFileName.parse(status.name)
+        if name is None:
+            continue
+        data = mdt.storage.read_bytes(status.path)
+        for block in scan_log_file(mdt.storage, status.path):
+            if block.block_type.name == "AVRO_DATA":
+                for r in block_records(data, block):
+                    owners.setdefault(r["key"].split("$")[0], set()).add(name.file_id)
+    assert all(len(groups) == 1 for groups in owners.values())
