@@ -338,6 +338,8 @@ class MetadataTable:
         for stat in stats:
             metadata.add_write_stat(stat)
         timeline.complete(instant, metadata.to_json())
+        # Completed: a rollback finds the files in the commit metadata, not the markers.
+        self.storage.delete_dir(f"{MARKER_DIR}/{instant_time}")
         self._timeline = None
 
     def build_partition(
@@ -439,6 +441,7 @@ class MetadataTable:
                         file_size_in_bytes=size, log_files=[posixpath.basename(rel)],
                     ))
         self.timeline.complete(instant, metadata.to_json())
+        self.storage.delete_dir(f"{MARKER_DIR}/{instant_time}")
         self._timeline = None
         return metadata
 
