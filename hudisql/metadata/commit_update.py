@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -48,8 +47,8 @@ from hudisql.metadata.records import (
     partition_stats_record,
     record_index_record,
     secondary_index_record,
-    secondary_value,
 )
+from hudisql.metadata.row_changes import Pair, RowChanges
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.filenames import BaseFileName
@@ -59,7 +58,6 @@ from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
 
 __all__ = [
-    "RowChanges",
     "commit_updates",
     "deleted_files_updates",
     "row_changes",
@@ -230,27 +228,6 @@ def _rows(table: HudiTable, view: FileSystemView, group: tuple[str, str],
                            visible=view.visible)
 
 
-@dataclass
-class RowChanges:
-    """What one commit did to one file group's rows, as the record and secondary indexes see it.
-
-    ``before``/``after`` map each record key to the values of the secondary index columns
-    (in ``columns`` order). The Spark write computes them on its executors while it merges a
-    file group and hands them to :class:`MetadataTableParticipant`; without them the
-    participant reads the file group's slice before and after the commit.
-    """
-
-    columns: tuple[str, ...]
-    before: dict[str, tuple[object, ...]] = field(default_factory=dict)
-    after: dict[str, tuple[object, ...]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, before: pa.Table | None, after: pa.Table | None,
-           columns: Sequence[str]) -> RowChanges:
-        """The changes between a file group's rows before and after (None: no rows)."""
-        return cls(tuple(columns), _by_key(before, columns), _by_key(after, columns))
-
-
 def row_changes(
     table: HudiTable, instant_time: str, metadata: CommitMetadata, columns: Sequence[str]
 ) -> dict[tuple[str, str], RowChanges]:
@@ -285,52 +262,42 @@ def _row_updates(
     deleted: set[str] = set()
     # Secondary pairs (value, key) gone and added over all file groups: a record moving
     # between file groups must not see its new entry voided by the old group's.
-    pairs: dict[str, tuple[set[tuple[str | None, str]], set[tuple[str | None, str]]]] = {
+    pairs: dict[str, tuple[set[Pair], set[Pair]]] = {
         s.partition: (set(), set()) for s in specs if s.kind == _T.SECONDARY_INDEX}
     for group, change in sorted(changes.items()):
-        old, new = change.before, change.after
         location = RecordLocation(group[0], group[1], instant_time)
         for spec in specs:
             if spec.kind == _T.RECORD_INDEX:
-                added = [k for k in new if k not in old]
-                inserted.update(added)
-                out[spec.partition].records.extend(record_index_record(k, location) for k in added)
-                deleted.update(k for k in old if k not in new)
+                inserted.update(change.inserted)
+                out[spec.partition].records.extend(
+                    record_index_record(k, location) for k in change.inserted)
+                deleted.update(change.removed)
                 continue
             column = spec.source_fields[0]
-            if column not in change.columns:
+            if column not in change.secondary:
                 raise MetadataTableError(
                     f"the row changes of file group {group[1]} lack column {column!r} of "
                     f"secondary index {spec.partition} (instant {instant_time})"
                 )
-            i = change.columns.index(column)
-            gone, added_pairs = pairs[spec.partition]
-            gone.update((secondary_value(v[i]), k) for k, v in old.items())
-            added_pairs.update((secondary_value(v[i]), k) for k, v in new.items())
+            went, came = change.secondary[column]
+            pairs[spec.partition][0].update(went)
+            pairs[spec.partition][1].update(came)
     for spec in specs:
         if spec.kind == _T.RECORD_INDEX:
             # A key that left one file group for another in this commit keeps its new entry.
             out[spec.partition].deletes.extend(sorted(deleted - inserted))
         else:
-            gone, added_pairs = pairs[spec.partition]
+            gone, added = pairs[spec.partition]
             records = out[spec.partition].records
             records.extend(secondary_index_record(v, k, deleted=True)
-                           for v, k in sorted(gone - added_pairs, key=_pair_order))
+                           for v, k in sorted(gone - added, key=_pair_order))
             records.extend(secondary_index_record(v, k)
-                           for v, k in sorted(added_pairs - gone, key=_pair_order))
+                           for v, k in sorted(added - gone, key=_pair_order))
     return out
 
 
 def _pair_order(pair: tuple[str | None, str]) -> tuple[str, str]:
     return (pair[0] if pair[0] is not None else "", pair[1])
-
-
-def _by_key(rows: pa.Table | None, columns: Sequence[str]) -> dict[str, tuple[object, ...]]:
-    if rows is None or rows.num_rows == 0:
-        return {}
-    keys = rows.column(RECORD_KEY).to_pylist()
-    values = [rows.column(c).to_pylist() for c in columns]
-    return {k: tuple(v[i] for v in values) for i, k in enumerate(keys)}
 
 
 def deleted_files_updates(

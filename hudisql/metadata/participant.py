@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from hudisql.errors import MetadataTableError
-from hudisql.metadata.commit_update import RowChanges, commit_updates
+from hudisql.metadata.commit_update import commit_updates
 from hudisql.metadata.config import completed_partitions, has_metadata_table, inflight_partitions
+from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Instant

@@ -19,7 +19,7 @@ from hudi import HudiTable as RsTable
 
 import hudisql
 from hudisql.metadata.builders import build_partition_records, file_group_count
-from hudisql.metadata.commit_update import RowChanges, commit_updates
+from hudisql.metadata.commit_update import commit_updates
 from hudisql.metadata.config import (
     IndexDefinition,
     completed_partitions,
@@ -32,6 +32,7 @@ from hudisql.metadata.keys import RecordLocation, secondary_index_key
 from hudisql.metadata.participant import MetadataTableParticipant, participants_for
 from hudisql.metadata.partitions import partition_spec
 from hudisql.metadata.records import is_live
+from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable, drop_index
 from hudisql.metadata.validate import validate_metadata_table
 from hudisql.table.commit_metadata import CommitMetadata
