@@ -146,6 +146,13 @@ def commit_updates(
             new = {f: ranges_of(f, stats_columns) for f in files}
             touched = sorted({f.partition_path for f in files})
             update.extend(_partition_stats(table, spec, touched, new))
+        elif spec.kind not in (_T.RECORD_INDEX, _T.SECONDARY_INDEX):
+            # Left alone it would go stale, and readers would trust it.
+            raise MetadataTableError(
+                f"table {table.name}: hudisql does not keep metadata partition "
+                f"{spec.partition} ({spec.kind.name.lower()}); instant {instant_time} is not "
+                "committed. Drop that index (DROP INDEX) or write with Apache Hudi"
+            )
     row_specs = [s for s in specs if s.kind in (_T.RECORD_INDEX, _T.SECONDARY_INDEX)]
     if row_specs:
         found = _row_updates(table, instant_time, metadata, row_specs, changes)

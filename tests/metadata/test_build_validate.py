@@ -18,6 +18,7 @@ import pytest
 from hudi import HudiTable as RsTable
 
 import hudisql
+from hudisql.errors import MetadataTableError
 from hudisql.metadata.builders import build_partition_records, file_group_count
 from hudisql.metadata.commit_update import commit_updates
 from hudisql.metadata.config import (
@@ -290,3 +291,15 @@ def test_partition_stats_over_columns_column_stats_does_not_index(tmp_path: Path
     assert maxima["rider"][1]["value"] == "zzz" and maxima["fare"][1]["value"] == 1000.0
     assert {r["ColumnStatsMetadata"]["columnName"] for r in
             MetadataTable(client.table).read_partition("column_stats").values()} == {"fare"}
+
+
+def test_commits_refuse_to_leave_an_unkept_partition_stale(tmp_path: Path) -> None:
+    table = index_all(new_table(tmp_path / "t"), ("files",))
+    table = set_partition_state(table, "expr_index_day", "completed")
+    MetadataTable(table).build_partition("expr_index_day", [], None, 1)
+    with pytest.raises(MetadataTableError, match="does not keep metadata partition"):
+        WriteClient(table, participants=participants_for(table)).upsert([row(90)])
+    table = table.reload()
+    assert table.timeline.rolled_back_instants() and not table.timeline.pending()
+    assert "k090" not in {r["id"] for r in read_both(table.base_path)}
+    assert_exact(table)
