@@ -30,6 +30,7 @@ from hudisql.metadata.config import (
     set_partition_state,
 )
 from hudisql.metadata.keys import RecordLocation, secondary_index_key
+from hudisql.metadata.overview import metadata_files, metadata_partitions
 from hudisql.metadata.participant import MetadataTableParticipant, participants_for
 from hudisql.metadata.partitions import partition_spec
 from hudisql.metadata.records import is_live
@@ -305,3 +306,22 @@ def test_commits_refuse_to_leave_an_unkept_partition_stale(tmp_path: Path) -> No
     result = validate_metadata_table(table)
     assert result.ok and result.partitions == ("files",)
     assert [p for p, _ in result.skipped] == ["expr_index_day"] and "skipped" in str(result)
+
+
+def test_overview_of_partitions_and_files(tmp_path: Path) -> None:
+    table = index_all(new_table(tmp_path / "t"), ("files", "record_index",
+                                                    "secondary_index_idx_rider"))
+    table = set_partition_state(table, "column_stats", "inflight")
+    parts = metadata_partitions(table).to_pylist()
+    assert [(p["partition"], p["state"]) for p in parts] == [
+        ("column_stats", "inflight"), ("files", "completed"), ("record_index", "completed"),
+        ("secondary_index_idx_rider", "completed")]
+    si = parts[-1]
+    assert (si["index_type"], si["source_fields"], si["file_groups"]) == (
+        "secondary_index", ["rider"], 10)
+    files = metadata_files(table, "city=sf").to_pylist()
+    on_disk = {s.name: s.size for s in table.storage.list_dir("city=sf")
+               if not s.name.startswith(".hoodie_partition")}
+    assert {f["file_name"]: f["size"] for f in files} == on_disk
+    assert {f["partition"] for f in metadata_files(table).to_pylist()} == {
+        "city=sf", "city=la", "city=ny"}
