@@ -334,7 +334,8 @@ class MetadataTable:
                 f"metadata instant {instant_time} of table {self.data.name} is "
                 f"{'completed' if instant else 'not on the metadata timeline'}; nothing to complete"
             )
-        metadata = CommitMetadata(operation_type="UPSERT_PREPPED")
+        metadata = CommitMetadata(operation_type="UPSERT_PREPPED",
+                                  extra_metadata={"schema": S.schema_text()})
         for stat in stats:
             metadata.add_write_stat(stat)
         timeline.complete(instant, metadata.to_json())
@@ -406,7 +407,8 @@ class MetadataTable:
         if self.timeline.get(instant_time) is not None:
             self.rollback(instant_time)
         instant = self._begin(instant_time)
-        metadata = CommitMetadata(operation_type="UPSERT_PREPPED")
+        metadata = CommitMetadata(operation_type="UPSERT_PREPPED",
+                                  extra_metadata={"schema": S.schema_text()})
         header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: S.schema_text()}
         for partition, update in updates.items():
             if not update:
