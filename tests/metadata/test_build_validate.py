@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -325,3 +326,36 @@ def test_overview_of_partitions_and_files(tmp_path: Path) -> None:
     assert {f["file_name"]: f["size"] for f in files} == on_disk
     assert {f["partition"] for f in metadata_files(table).to_pylist()} == {
         "city=sf", "city=la", "city=ny"}
+
+
+def test_concurrent_writers_keep_the_metadata_table_exact(tmp_path: Path) -> None:
+    """Two writers (threads) write their files at once and then commit one after the other
+    under the table lock; each logs its own deltacommit and the result is exact."""
+    table = index_all(new_table(tmp_path / "t"))
+    both_written = threading.Barrier(2, timeout=60)
+    errors: list[BaseException] = []
+
+    def wait_for_the_other(event: str, detail: str) -> None:
+        if event == "validating":  # files written, before the lock
+            both_written.wait()
+
+    def write(records: list[dict[str, object]]) -> None:
+        try:
+            WriteClient(table, on_step=wait_for_the_other,
+                        participants=participants_for(table)).upsert(records)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    # New keys only: each writer starts new file groups, so neither conflicts.
+    threads = [threading.Thread(target=write, args=([row(i) for i in range(100, 110)],)),
+               threading.Thread(target=write, args=([row(i) for i in range(200, 210)],))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    table = table.reload()
+    assert len(table.timeline.completed()) == 3
+    assert_exact(table)
+    index = MetadataTable(table).read_partition("record_index")
+    assert {f"k{i:03d}" for i in (*range(100, 110), *range(200, 210))} <= set(index)
