@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudisql.errors import MetadataTableError
+from hudisql.metadata.arrow_records import record_index_rows, secondary_index_rows
 from hudisql.metadata.bloom import (
     DEFAULT_FPP,
     DEFAULT_MAX_ENTRIES,
@@ -63,7 +64,9 @@ __all__ = [
     "file_group_count",
     "index_spec",
     "record_index_records",
+    "record_index_slice_rows",
     "secondary_index_records",
+    "secondary_index_slice_rows",
 ]
 
 RECORD_KEY, PARTITION_PATH = META_COLUMNS[2], META_COLUMNS[3]
@@ -305,6 +308,24 @@ def secondary_index_records(
     rows = _slice_rows(table, file_slice, [column], as_of)
     return [secondary_index_record(secondary_value(v), k) for k, v in
             zip(rows.column(RECORD_KEY).to_pylist(), rows.column(column).to_pylist(), strict=True)]
+
+
+def record_index_slice_rows(
+    table: HudiTable, file_slice: FileSlice, as_of: str | None = None
+) -> pa.Table:
+    """:func:`record_index_records` of one slice as base-file rows (Arrow, column-wise)."""
+    keys = _slice_rows(table, file_slice, [], as_of).column(RECORD_KEY)
+    location = RecordLocation(file_slice.partition_path, file_slice.file_id,
+                              file_slice.base_instant)
+    return record_index_rows(keys, location)
+
+
+def secondary_index_slice_rows(
+    table: HudiTable, file_slice: FileSlice, column: str, as_of: str | None = None
+) -> pa.Table:
+    """:func:`secondary_index_records` of one slice as base-file rows (Arrow, column-wise)."""
+    rows = _slice_rows(table, file_slice, [column], as_of)
+    return secondary_index_rows(rows.column(column), rows.column(RECORD_KEY))
 
 
 def build_partition_records(

@@ -59,3 +59,19 @@ def test_arrow_rows_build_a_partition(mor_table: HudiTable) -> None:
     got = mdt.reload().read_partition("record_index", keys=["key7", "key99"])
     assert {k: RecordLocation.from_avro(r["recordIndexMetadata"]) for k, r in got.items()} == {
         "key7": LOC, "key99": LOC}
+
+
+def test_slice_rows_equal_the_dict_builders(mor_table: HudiTable) -> None:
+    from hudisql.metadata.builders import (
+        record_index_records,
+        record_index_slice_rows,
+        secondary_index_records,
+        secondary_index_slice_rows,
+    )
+
+    for file_slice in mor_table.file_slices():
+        assert record_index_slice_rows(mor_table, file_slice).equals(
+            S.to_parquet_rows(record_index_records(mor_table, file_slice)))
+        for column in ("rider", "day", "fare"):
+            assert secondary_index_slice_rows(mor_table, file_slice, column).equals(
+                S.to_parquet_rows(secondary_index_records(mor_table, file_slice, column)))
