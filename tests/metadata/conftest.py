@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,6 @@ CITIES = ("sf", "la", "ny")
 
 def row(i: int, ts: int = 1, rider: str | None = None, fare: float | None = None) -> dict[str, Any]:
     """A record of the test table."""
-    import datetime as dt
-
     return {"id": f"k{i:03d}", "ts": ts, "rider": rider if rider is not None else f"r{i % 4}",
             "fare": fare if fare is not None else i * 1.5, "day": dt.date(2024, 1, 1 + i % 28),
             "city": CITIES[i % 3]}
