@@ -18,6 +18,7 @@ from hudisql.metadata.keys import partition_identifier
 from hudisql.metadata.partitions import MetadataPartitionType
 from hudisql.metadata.records import is_live, live_files
 from hudisql.metadata.table import MetadataTable
+from hudisql.table.properties import WRITE_VERSION
 from hudisql.table.table import HudiTable
 
 __all__ = ["metadata_files", "metadata_partitions"]
@@ -37,7 +38,9 @@ def metadata_partitions(table: HudiTable) -> pa.Table:
     """
     props = table.properties
     done, building = completed_partitions(props), inflight_partitions(props)
-    mdt = MetadataTable(table) if MetadataTable.exists_for(table) else None
+    # Version 8+ tables keep Hudi's HFile metadata table: their config is listed, not files.
+    readable = props.version == WRITE_VERSION and MetadataTable.exists_for(table)
+    mdt = MetadataTable(table) if readable else None
     on_disk = mdt.partitions() if mdt is not None else []
     definitions = load_index_definitions(table)
     rows = []

@@ -56,3 +56,21 @@ def test_version_8_tables_are_left_to_hudi(name: str) -> None:
     assert participants_for(table) == []
     with pytest.raises(MetadataTableError, match="version 8"):
         MetadataTable(table)
+
+
+@pytest.mark.parametrize("name", V8)
+def test_version_8_indexes_are_listed_from_their_config(name: str, writable_table: Any) -> None:
+    """A Hudi 1.x table with an (HFile) metadata table: listed from hoodie.properties."""
+    from hudisql.metadata.overview import metadata_partitions
+    from hudisql.table import properties as P
+
+    path: Path = writable_table(name)
+    table = HudiTable.open(path)
+    table.properties.updated(**{P.METADATA_PARTITIONS: "files,record_index"}).save(
+        table.storage)
+    table.storage.makedirs(".hoodie/metadata/.hoodie")
+    table.storage.write_bytes(".hoodie/metadata/.hoodie/hoodie.properties",
+                              table.storage.read_bytes(P.PROPERTIES_FILE))
+    listed = metadata_partitions(table.reload()).to_pylist()
+    assert [(p["partition"], p["state"], p["file_groups"]) for p in listed] == [
+        ("files", "completed", 0), ("record_index", "completed", 0)]
