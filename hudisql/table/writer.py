@@ -106,8 +106,10 @@ def _check_writable(table: HudiTable) -> bool:
             f"{where} uses the key generator {keygen}; hudisql writes tables with the simple, "
             "complex or non-partitioned key generators only: write to it with Apache Hudi"
         )
-    if not keys:
-        raise UnsupportedFormatError(f"{where} has no record key fields; hudisql needs them")
+    if not keys and props.get(P.POPULATE_META_FIELDS, "true").lower() == "false":
+        raise UnsupportedFormatError(
+            f"{where} has no record key fields and no meta columns, so its records have no "
+            "key hudisql could address: write to it with Apache Hudi")
     if props.url_encode_partitions or props.get(P.DROP_PARTITION_COLUMNS, "false") == "true":
         raise UnsupportedFormatError(
             f"{where} URL-encodes partition paths or drops partition columns; hudisql does "
@@ -292,6 +294,11 @@ class WriteClient:
 
     def _stage(self, table: HudiTable, records: Records) -> pa.Table:
         props, name = table.properties, table.name
+        if props.keyless:
+            raise WriteError(
+                f"table {name} is keyless (its record keys are generated per write); write "
+                "records to it through Spark (a hudisql session's INSERT, table handle or "
+                "df.write.format('hudi')), or delete stored keys with delete([...])")
         avro, schema = _writer_schema(table)
         self._evolved = evolve_on_write(avro, records, name, self.options)
         if self._evolved is not None:

@@ -88,7 +88,12 @@ from hudisql.write.commit import (
     Transaction,
 )
 from hudisql.write.schema_evolution import evolve_on_write
-from hudisql.write.staging import check_partition_paths, stage_in_jvm
+from hudisql.write.staging import (
+    check_partition_paths,
+    stage_in_jvm,
+    stage_keyless,
+    with_generated_keys,
+)
 
 #: Operations and their ``operationType`` in commit metadata.
 OPERATIONS = {"insert": "INSERT", "bulk_insert": "BULK_INSERT", "upsert": "UPSERT",
@@ -142,6 +147,8 @@ class _TableSpec:
     schema_text: str
     arrow_schema: pa.Schema
     compression: str = DEFAULT_COMPRESSION
+    #: No record key fields: keys are given (``_hoodie_record_key``) or generated per write.
+    keyless: bool = False
 
 
 def _spec(table: HudiTable, options: Mapping[str, str]) -> _TableSpec:
@@ -151,7 +158,7 @@ def _spec(table: HudiTable, options: Mapping[str, str]) -> _TableSpec:
     return _TableSpec(table.base_path, table.name, tuple(props.record_key_fields),
                       tuple(props.partition_fields), props.hive_style_partitioning, labelled,
                       props.precombine_field, props.is_mor, avro_text(avro), arrow,
-                      parquet_codec(options, props))
+                      parquet_codec(options, props), props.keyless)
 
 
 def _check_columns(df: DataFrame, spec: _TableSpec, operation: str) -> None:
@@ -384,6 +391,8 @@ class SparkWriter:
                 txn.on_step = self.on_step
             instant = txn.start()
             try:
+                if spec.keyless:
+                    staged = with_generated_keys(staged, instant)
                 stats = self._tag_and_write(staged, counts, op, spec, txn.table, instant,
                                             expressions, sizing)
                 done = txn.commit(stats, spec.schema_text)
@@ -407,11 +416,17 @@ class SparkWriter:
             WriteError: a null or empty record key, a partition value with ``/``.
         """
         with_partition = op != "delete" or all(p in df.columns for p in spec.partition_fields)
-        # Keys and partition paths as Spark expressions when exact; else staged with Arrow.
-        staged = stage_in_jvm(df, spec.key_fields, spec.partition_fields, spec.hive_style,
-                              spec.labelled, with_partition)
+        persisted: DataFrame | None = None
+        staged: DataFrame | None
+        if spec.keyless:
+            staged = persisted = stage_keyless(df, spec.partition_fields, spec.hive_style,
+                                               with_partition, op, spec.name).persist(
+                                                   StorageLevel.MEMORY_AND_DISK)
+        else:
+            # Keys and partition paths as Spark expressions when exact; else staged with Arrow.
+            staged = stage_in_jvm(df, spec.key_fields, spec.partition_fields, spec.hive_style,
+                                  spec.labelled, with_partition)
         in_jvm = staged is not None
-        persisted = None
         if staged is None:
             _check_keys(df, spec)  # the Arrow staging fails on a bad key: check first
             staged_schema = StructType([*df.schema.fields,
