@@ -21,11 +21,16 @@ Options (Hudi's names): ``hoodie.table.name``, ``hoodie.datasource.write.recordk
 (comma-separated), ``...precombine.field``, ``...partitionpath.field`` (or
 ``partitionBy()``), ``...operation`` (``upsert`` by default, as in Hudi), ``...table.type``
 (``COPY_ON_WRITE`` by default, as in Hudi), ``...hive_style_partitioning``; the table is
-created on first write from the DataFrame's schema. Other ``hoodie.*``/``hudisql.*``
+created on first write from the DataFrame's schema. Without a record key field the table
+is keyless (Hudi 0.14+): keys are generated per write, the default operation is
+``bulk_insert`` as in Hudi, and upserts and deletes address rows by the
+``_hoodie_record_key`` they carry (rows read from the table). Other ``hoodie.*``/``hudisql.*``
 options are write options (lock provider, concurrency mode...). Save modes: ``append``;
-``overwrite`` replaces the whole table's rows (``insert_overwrite_table``, or
-``insert_overwrite`` when the operation says so); ``errorifexists`` (Spark's default) and
-``ignore`` as Spark defines them.
+``overwrite`` replaces the whole table's rows whatever the operation, as a replacecommit
+that keeps the timeline (``insert_overwrite_table``; ``insert_overwrite`` replaces only the
+partitions written); ``errorifexists``/``error`` (Spark's default) and ``ignore`` as Spark
+defines them. A save from a SparkSession no live hudisql session extends is refused: call
+``hudisql.connect(spark)`` on it first.
 """
 
 from __future__ import annotations
