@@ -144,7 +144,17 @@ def rollback_to_instant(ctx: StatementContext, command: c.RollbackToInstant) -> 
                       (("rollback_result", "BOOLEAN"), ("rollback_instant", "STRING")))
 
 
+def refuse_unparsed(ctx: StatementContext, command: c.Unparsed) -> DataFrame:
+    """A statement hudisql's grammar cannot read, on a hudi table: its parse error.
+
+    Raises:
+        SqlParseError: where and why the statement does not parse.
+    """
+    raise command.error
+
+
 EXECUTORS: dict[type[c.Command], Executor] = {
+    c.Unparsed: refuse_unparsed,
     c.ShowTimeline: show_timeline,
     c.ShowCommits: show_commits,
     c.RollbackToInstant: rollback_to_instant,
