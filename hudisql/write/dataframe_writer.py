@@ -23,14 +23,14 @@ Options (Hudi's names): ``hoodie.table.name``, ``hoodie.datasource.write.recordk
 (``COPY_ON_WRITE`` by default, as in Hudi), ``...hive_style_partitioning``; the table is
 created on first write from the DataFrame's schema. Without a record key field the table
 is keyless (Hudi 0.14+): keys are generated per write, the default operation is
-``bulk_insert`` as in Hudi, and upserts and deletes address rows by the
-``_hoodie_record_key`` they carry (rows read from the table). Other ``hoodie.*``/``hudisql.*``
-options are write options (lock provider, concurrency mode...). Save modes: ``append``;
-``overwrite`` replaces the whole table's rows whatever the operation, as a replacecommit
-that keeps the timeline (``insert_overwrite_table``; ``insert_overwrite`` replaces only the
-partitions written); ``errorifexists``/``error`` (Spark's default) and ``ignore`` as Spark
-defines them. A save from a SparkSession no live hudisql session extends is refused: call
-``hudisql.connect(spark)`` on it first.
+``bulk_insert`` for rows without ``_hoodie_record_key`` (as in Hudi), and upserts and
+deletes address rows by the ``_hoodie_record_key`` they carry (rows read from the table).
+Other ``hoodie.*``/``hudisql.*`` options are write options (lock provider, concurrency
+mode...). Save modes: ``append``; ``overwrite`` replaces the whole table's rows whatever the
+operation, as a replacecommit that keeps the timeline (``insert_overwrite_table``;
+``insert_overwrite`` replaces only the partitions written); ``errorifexists``/``error``
+(Spark's default) and ``ignore`` as Spark defines them. A save from a SparkSession no live
+hudisql session extends is refused: call ``hudisql.connect(spark)`` on it first.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hudisql.errors import TableNotFoundError, WriteError
+from hudisql.table.write_records import RECORD_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -91,18 +92,18 @@ def _fail(path: str, message: str) -> WriteError:
     return WriteError(f"df.write.format('hudi').save({path!r}): {message}")
 
 
-def _operation(request: SaveRequest, keyless: bool) -> str:
+def _operation(request: SaveRequest, append_only: bool) -> str:
     """The pipeline operation of a save, as Hudi's datasource picks it.
 
-    No operation option: ``upsert``, or ``bulk_insert`` on a keyless table (no record key
-    configured, as Hudi does). Save mode ``overwrite`` replaces the table's rows whatever the
-    operation (``insert_overwrite_table``; ``insert_overwrite`` replaces only the partitions
-    written).
+    No operation option: ``upsert``, or ``bulk_insert`` on a keyless table whose rows carry
+    no ``_hoodie_record_key`` (an append-only write, as Hudi picks it). Save mode
+    ``overwrite`` replaces the table's rows whatever the operation
+    (``insert_overwrite_table``; ``insert_overwrite`` replaces only the partitions written).
     """
     from hudisql.write.pipeline import OPERATIONS
 
     given = request.options.get(OPERATION)
-    operation = (given or ("bulk_insert" if keyless else "upsert")).strip().lower()
+    operation = (given or ("bulk_insert" if append_only else "upsert")).strip().lower()
     if operation not in OPERATIONS:
         raise _fail(request.path, f"option {OPERATION}={given!r} is not an operation hudisql "
                                   f"writes: use one of {', '.join(OPERATIONS)}")
@@ -199,9 +200,9 @@ def save(df: DataFrame, request: SaveRequest,
         table = HudiTable.open(request.path)
     except TableNotFoundError:
         table = None
-    keyless = (not table.properties.record_key_fields if table is not None
+    keyless = (table.properties.keyless if table is not None
                else not request.fields(RECORD_KEY_FIELD))
-    operation = _operation(request, keyless)
+    operation = _operation(request, keyless and RECORD_KEY not in df.columns)
     if table is not None:
         if request.mode == "errorifexists":
             raise _fail(request.path, "a Hudi table is already there and the save mode is "
