@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot.tokenizer_core import Token, TokenType
 
-from hudisql.errors import CatalogError, HudiSqlError
+from hudisql.errors import CatalogError, HudiSqlError, TableNotFoundError
 from hudisql.parser import commands as c
 from hudisql.sql import names
 from hudisql.sql.frames import empty_frame, rows_frame
@@ -85,7 +85,10 @@ def answer(ctx: StatementContext) -> DataFrame | None:
         start = reader.i
         if reader.words(*lead):
             table = reader.name()
-            entry = ctx.entry(table) if table is not None else None
+            try:
+                entry = ctx.entry(table) if table is not None else None
+            except TableNotFoundError:  # a name in another catalog: Spark's
+                return None
             if entry is not None:
                 return handler(ctx, entry, reader)
             return None
