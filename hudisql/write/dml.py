@@ -41,7 +41,7 @@ from hudisql.errors import WriteError
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.table import HudiTable
 from hudisql.table.write_records import RECORD_KEY
-from hudisql.write.commit import StepHook
+from hudisql.txn.transaction import StepHook
 from hudisql.write.dml_expressions import (
     ExpressionPlan,
     expression_columns,
