@@ -28,6 +28,11 @@ a MERGE with update and delete clauses is one commit. ``insert_overwrite`` and
 ``insert_overwrite_table`` write every row to new file groups (no key lookup) and complete
 as a replacecommit naming the file groups they replace.
 
+A keyless table (no record key fields, Hudi 0.14+) is staged with the rows' own
+``_hoodie_record_key`` where they carry one (rows read from the table: updates, deletes)
+and each row's Spark partition and row number; once the instant is open, missing keys are
+generated as Hudi does, ``<instant>_<partition>_<row>`` (:mod:`hudisql.write.staging`).
+
 The :class:`~hudisql.txn.transaction.Transaction` wraps it all in Hudi's commit protocol.
 """
 
