@@ -24,6 +24,7 @@ from hudisql.parser.commands import (
     ShowLogBlocks,
     ShowTimeline,
     TableName,
+    Unparsed,
     Update,
 )
 from hudisql.parser.dialect import Hudi
@@ -54,6 +55,7 @@ __all__ = [
     "ShowTimeline",
     "Statement",
     "TableName",
+    "Unparsed",
     "Update",
     "parse_script",
 ]

@@ -105,6 +105,20 @@ class DropTable(Command):
 
 
 @dataclass(frozen=True)
+class Unparsed(Command):
+    """A DML or DDL statement on ``table`` that hudisql's grammar cannot read.
+
+    Only the session can judge it: on a table that is not a hudi table the statement's
+    text goes to Spark unchanged (Spark's grammar is wider, e.g. ``ADD COLUMN ... DEFAULT``);
+    on a hudi table ``error`` (where and why hudisql's grammar stopped) is raised.
+    """
+
+    spark_fallback: t.ClassVar[bool] = True
+    table: TableName
+    error: Exception = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class AlterTableAddColumns(Command):
     """``ALTER TABLE t ADD COLUMNS (...)``."""
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from sqlglot.tokenizer_core import Token, TokenType
 
-from hudisql.parser.commands import Command
+from hudisql.errors import SqlParseError
+from hudisql.parser.commands import Command, Unparsed
 from hudisql.parser.dialect import Hudi
 from hudisql.parser.parser import HudiParser
 from hudisql.parser.tokens import tokenize
@@ -67,12 +68,45 @@ def _trimmed(
     return start, begin + len(chunk.rstrip(_WHITESPACE)), tokens
 
 
-def parse_script(text: str, parser: type[HudiParser] = HudiParser) -> list[Statement]:
+#: Statements whose target table decides who runs them, and the optional words between
+#: their key words and the target's name.
+_TARGET_DECIDED: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("ALTER", "TABLE"): (), ("DROP", "TABLE"): ("IF", "EXISTS"),
+    ("INSERT", "INTO"): ("TABLE",), ("INSERT", "OVERWRITE"): ("TABLE",), ("UPDATE",): (),
+    ("DELETE", "FROM"): (), ("MERGE", "INTO"): (),
+}
+
+
+def _unparsed(instance: HudiParser, segment: list[Token], text: str, key: tuple[str, ...],
+              used: int, error: SqlParseError) -> Unparsed | None:
+    """The statement as :class:`Unparsed` when its target table's name can be read."""
+    if key not in _TARGET_DECIDED:
+        return None
+    optional = _TARGET_DECIDED[key]
+
+    def target(p: HudiParser) -> Unparsed:
+        if optional:
+            p.match_words(*optional)
+        return Unparsed(p.parse_table_name("the target table"), error)
+
+    try:
+        found = instance.parse_statement(segment, text, target, used)
+    except SqlParseError:
+        return None
+    return found if isinstance(found, Unparsed) else None
+
+
+def parse_script(text: str, parser: type[HudiParser] = HudiParser,
+                 defer_target_errors: bool = False) -> list[Statement]:
     """Split ``text`` into statements and parse hudisql's own into commands.
 
     Args:
         text: a script of ``;``-separated statements.
         parser: the parser class (a subclass adds statements, see :class:`HudiParser`).
+        defer_target_errors: a DML/DDL statement whose target table can be read but whose
+            rest hudisql's grammar cannot becomes an :class:`Unparsed` command holding the
+            error, instead of raising it: only the session knows whether the target is a
+            hudi table (the error stands) or Spark's (the text goes to Spark).
 
     Returns:
         The statements in order; nothing is returned unless the whole script parses.
@@ -95,9 +129,16 @@ def parse_script(text: str, parser: type[HudiParser] = HudiParser) -> list[State
         command = None
         match = parser.match_statement(segment)
         if match is not None:
-            _, parse, used = match
+            key, parse, used = match
             instance = instance or parser(dialect=_DIALECT)
-            command = instance.parse_statement(segment, text, parse, used)
+            try:
+                command = instance.parse_statement(segment, text, parse, used)
+            except SqlParseError as error:
+                deferred = (_unparsed(instance, segment, text, key, used, error)
+                            if defer_target_errors else None)
+                if deferred is None:
+                    raise
+                command = deferred
         line += text.count("\n", counted, start)
         counted = start
         column = start - text.rfind("\n", 0, start)

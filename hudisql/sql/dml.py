@@ -44,6 +44,8 @@ _INSERT_OPERATIONS = {"upsert": "upsert", "insert": "insert", "bulk_insert": "in
 _PLAIN_NAME = re.compile(r"^\s*[\w`.]+\s*$")
 #: The alias of a USING subquery that has none (its columns are then named unqualified).
 _SOURCE_ALIAS = "__hudisql_source"
+#: The prefix of the positional names an INSERT's query columns are renamed to.
+_POSITION = "__hudisql_col_"
 
 
 def _open(entry: TableEntry) -> HudiTable:
@@ -126,7 +128,12 @@ def insert(ctx: StatementContext, command: c.Insert) -> DataFrame:
     unknown = [n for n in given if n not in types]
     if unknown:
         raise WriteError(f"INSERT INTO {entry.name}: the table has no columns {unknown}")
-    by_target = dict(zip(given, source.columns, strict=True))
+    # Spark maps a query's columns to the table's by position (a column list: to the names
+    # it lists), whatever the query calls them: duplicate and unnamed outputs (`0, 0`) too.
+    # So each output is renamed to its position before it is looked up.
+    positional = [f"{_POSITION}{i}" for i in range(len(source.columns))]
+    source = source.toDF(*positional)
+    by_target = dict(zip(given, positional, strict=True))
     select = []
     for name, kind in columns:
         if name in static:

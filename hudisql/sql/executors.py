@@ -1,5 +1,6 @@
-"""One executor per command kind, and the pass-through path (with SHOW TABLES and DESCRIBE
-answered from the catalog when they are about hudi tables)."""
+"""One executor per command kind, and the pass-through path (with SHOW TABLES, DESCRIBE,
+SHOW PARTITIONS, SHOW TBLPROPERTIES and ANALYZE TABLE answered from the catalog and the
+table when they are about hudi tables)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from sqlglot.tokenizer_core import TokenType
 
 from hudisql.errors import HudiSqlError
 from hudisql.parser import commands as c
-from hudisql.sql import ddl, dml, names
+from hudisql.sql import ddl, dml, names, table_statements
 from hudisql.sql.frames import rows_frame
 from hudisql.sql.timeline import (
     COMMITS_COLUMNS,
@@ -40,6 +41,10 @@ def pass_through(ctx: StatementContext) -> DataFrame:
     show = _show_tables_form(text)
     if show is not None:
         return ddl.show_tables(ctx, *show)
+    if ctx.entries:
+        answered = table_statements.answer(ctx)
+        if answered is not None:
+            return answered
     if ctx.entries and _starts_with_describe(text):
         try:
             tree = sqlglot.parse_one(text, read="spark")
@@ -144,7 +149,17 @@ def rollback_to_instant(ctx: StatementContext, command: c.RollbackToInstant) -> 
                       (("rollback_result", "BOOLEAN"), ("rollback_instant", "STRING")))
 
 
+def refuse_unparsed(ctx: StatementContext, command: c.Unparsed) -> DataFrame:
+    """A statement hudisql's grammar cannot read, on a hudi table: its parse error.
+
+    Raises:
+        SqlParseError: where and why the statement does not parse.
+    """
+    raise command.error
+
+
 EXECUTORS: dict[type[c.Command], Executor] = {
+    c.Unparsed: refuse_unparsed,
     c.ShowTimeline: show_timeline,
     c.ShowCommits: show_commits,
     c.RollbackToInstant: rollback_to_instant,

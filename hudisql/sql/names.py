@@ -3,7 +3,8 @@
 hudisql's own commands carry their table names; a pass-through statement's names come
 from sqlglot's parse of that one statement (CTE names left out). Statements sqlglot only
 reads as an opaque command (``SHOW COLUMNS IN t``, ...) fall back to a token scan for the
-names after ``FROM``, ``IN``, ``JOIN``, ``TABLE``, ``INTO`` and ``UPDATE``.
+names after ``FROM``, ``IN``, ``JOIN``, ``TABLE``, ``INTO``, ``UPDATE``, ``PARTITIONS``,
+``TBLPROPERTIES`` and ``DESC[RIBE] [EXTENDED|FORMATTED]``.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from hudisql.parser.tokens import HudiTokenizer, tokenize
 #: Spark's own name for the session catalog; a three-part name in it is ``db.table``.
 SESSION_CATALOG = "spark_catalog"
 #: Words after which a token scan expects a table name.
-_NAME_LEADERS = frozenset({"FROM", "IN", "JOIN", "TABLE", "INTO", "UPDATE"})
-_NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
+_NAME_LEADERS = frozenset({"FROM", "IN", "JOIN", "TABLE", "INTO", "UPDATE", "PARTITIONS",
+                           "TBLPROPERTIES", "DESC", "DESCRIBE", "EXTENDED", "FORMATTED"})
+# `default` (a keyword to the tokenizer) is the usual database name.
+_NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER, TokenType.DEFAULT})
 _DIALECT = Hudi()
 
 # sqlglot logs a warning for every statement it falls back to reading as a Command.
@@ -90,7 +93,8 @@ def _scan_tokens(text: str) -> list[c.TableName]:
     found: list[c.TableName] = []
     i = 0
     while i < len(tokens) - 1:
-        if tokens[i].text.upper() in _NAME_LEADERS and tokens[i + 1].token_type in _NAME_TOKENS:
+        if (tokens[i].text.upper() in _NAME_LEADERS and tokens[i + 1].token_type in _NAME_TOKENS
+                and tokens[i + 1].text.upper() not in _NAME_LEADERS):
             parts = [tokens[i + 1].text]
             j = i + 2
             while (j + 1 < len(tokens) and tokens[j].token_type == TokenType.DOT

@@ -156,7 +156,16 @@ class SqlRouter:
         Raises:
             SqlParseError: the script does not parse; nothing ran.
         """
-        statements = parse_script(text)
+        statements = parse_script(text, defer_target_errors=True)
+        # A statement hudisql cannot parse on a table already hudi's fails the script
+        # before anything runs, as any parse error does (other targets: Spark's grammar).
+        for statement in statements:
+            if isinstance(statement.command, c.Unparsed):
+                target = statement.command.table
+                _, entries = self.resolve_names(session.spark, [target])
+                name = catalog_name(target, self.current_database(session.spark, [target]))
+                if name is not None and name in entries:
+                    raise statement.command.error
         results = []
         for number, statement in enumerate(statements, start=1):
             try:

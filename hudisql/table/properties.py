@@ -39,6 +39,8 @@ TIMELINE_PATH = "hoodie.timeline.path"
 TIMELINE_HISTORY_PATH = "hoodie.timeline.history.path"
 ARCHIVE_FOLDER = "hoodie.archivelog.folder"
 RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
+#: Whether base files carry the ``_hoodie_*`` meta columns (Hudi's default: true).
+POPULATE_META_FIELDS = "hoodie.populate.meta.fields"
 PARTITION_FIELDS = "hoodie.table.partition.fields"
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
 ORDERING_FIELDS = "hoodie.table.ordering.fields"
@@ -415,6 +417,12 @@ class TableProperties(Mapping[str, str]):
         return _split_list(self._values.get(RECORD_KEY_FIELDS))
 
     @property
+    def keyless(self) -> bool:
+        """True for a table without record key fields: its writers generate record keys
+        (Hudi 0.14+'s auto-generated keys, kept in ``_hoodie_record_key``)."""
+        return not self.record_key_fields
+
+    @property
     def partition_fields(self) -> list[str]:
         """The partition fields, without the ``:TYPE`` suffix custom key generators add."""
         return [f.split(":", 1)[0] for f in _split_list(self._values.get(PARTITION_FIELDS))]
@@ -511,7 +519,7 @@ def _not_found_message(storage: Storage) -> str:
 def _key_generator(record_key_fields: list[str], partition_fields: list[str]) -> str:
     if not partition_fields:
         return "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
-    if len(partition_fields) == 1 and len(record_key_fields) == 1:
+    if len(partition_fields) == 1 and len(record_key_fields) <= 1:
         return "org.apache.hudi.keygen.SimpleKeyGenerator"
     return "org.apache.hudi.keygen.ComplexKeyGenerator"
 
@@ -534,7 +542,7 @@ def new_table_properties(
     ``OverwriteWithLatestAvroPayload`` (the later write wins). ``extra`` may override it.
 
     Raises:
-        WriteError: an empty name, an unknown table type or no record key field.
+        WriteError: an empty name or an unknown table type.
     """
     keys = [f.strip() for f in record_key_fields if f.strip()]
     parts = [f.strip() for f in partition_fields if f.strip()]
@@ -544,16 +552,15 @@ def new_table_properties(
         raise WriteError(
             f"table {name}: table type {table_type!r} is not {' or '.join(TABLE_TYPES)}"
         )
-    if not keys:
-        raise WriteError(f"table {name}: give at least one record key field")
     values: dict[str, str] = {
         NAME: name,
         DATABASE: database,
         TABLE_TYPE: table_type,
         VERSION: str(WRITE_VERSION),
         TIMELINE_LAYOUT: "1",
-        RECORD_KEY_FIELDS: ",".join(keys),
     }
+    if keys:  # a keyless table (auto-generated keys) has none, as Hudi writes it
+        values[RECORD_KEY_FIELDS] = ",".join(keys)
     if parts:
         values[PARTITION_FIELDS] = ",".join(parts)
     if precombine_field:

@@ -131,7 +131,10 @@ def create_table(
 
     Args:
         schema: the table's columns (no ``_hoodie_*`` meta columns: they are added).
-        record_key_fields: the column(s) whose values make the record key.
+        record_key_fields: the column(s) whose values make the record key; none makes a
+            keyless table (Hudi 0.14+): writers generate each record's key
+            (``<instant>_<task partition>_<row>``) and later writes address a record by
+            its stored ``_hoodie_record_key``.
         partition_fields: the column(s) whose values make the partition path.
         precombine_field: the column whose greatest value wins when records of one key
             meet (in a batch, and against stored records); None: the later write wins.
@@ -158,10 +161,14 @@ def create_table(
     if meta:
         raise WriteError(f"table {name}: columns {meta} use the reserved prefix _hoodie_")
     kind = _table_type(table_type, name)
-    keys = _fields(record_key_fields, "record key fields", name)
+    keys = _fields(record_key_fields, "record key fields", name) if record_key_fields else []
     parts = _fields(partition_fields, "partition fields", name) if partition_fields else []
-    if not keys:
-        raise WriteError(f"table {name}: give at least one record key field")
+    extra_given = dict(options or {})
+    if not keys and str(extra_given.get(P.POPULATE_META_FIELDS, "true")).lower() == "false":
+        raise WriteError(
+            f"table {name}: a table without record key fields keys its records by "
+            f"auto-generated keys kept in _hoodie_record_key, so {P.POPULATE_META_FIELDS} "
+            "cannot be false; give record key fields or leave that option out")
     _check_columns(schema, keys, "record key field", name)
     _check_columns(schema, parts, "partition field", name)
     _check_key_types(schema, keys, "record key field", name)

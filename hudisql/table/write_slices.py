@@ -61,8 +61,10 @@ def check_writable(table: HudiTable) -> bool:
             f"{where} uses the key generator {keygen}; hudisql writes tables with the simple, "
             "complex or non-partitioned key generators only: write to it with Apache Hudi"
         )
-    if not keys:
-        raise UnsupportedFormatError(f"{where} has no record key fields; hudisql needs them")
+    if not keys and props.get(P.POPULATE_META_FIELDS, "true").lower() == "false":
+        raise UnsupportedFormatError(
+            f"{where} has no record key fields and no meta columns, so its records have no "
+            "key hudisql could address: write to it with Apache Hudi")
     if props.url_encode_partitions or props.get(P.DROP_PARTITION_COLUMNS, "false") == "true":
         raise UnsupportedFormatError(
             f"{where} URL-encodes partition paths or drops partition columns; hudisql does "

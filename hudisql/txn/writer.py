@@ -212,6 +212,11 @@ class WriteClient:
 
     def _stage(self, table: HudiTable, records: Records) -> pa.Table:
         props, name = table.properties, table.name
+        if props.keyless:
+            raise WriteError(
+                f"table {name} is keyless (its record keys are generated per write); write "
+                "records to it through Spark (a hudisql session's INSERT, table handle or "
+                "df.write.format('hudi')), or delete stored keys with delete([...])")
         avro, schema = writer_schema(table)
         self._evolved = evolve_on_write(avro, records, name, self.options)
         if self._evolved is not None:

@@ -21,11 +21,16 @@ Options (Hudi's names): ``hoodie.table.name``, ``hoodie.datasource.write.recordk
 (comma-separated), ``...precombine.field``, ``...partitionpath.field`` (or
 ``partitionBy()``), ``...operation`` (``upsert`` by default, as in Hudi), ``...table.type``
 (``COPY_ON_WRITE`` by default, as in Hudi), ``...hive_style_partitioning``; the table is
-created on first write from the DataFrame's schema. Other ``hoodie.*``/``hudisql.*``
-options are write options (lock provider, concurrency mode...). Save modes: ``append``;
-``overwrite`` replaces the whole table's rows (``insert_overwrite_table``, or
-``insert_overwrite`` when the operation says so); ``errorifexists`` (Spark's default) and
-``ignore`` as Spark defines them.
+created on first write from the DataFrame's schema. Without a record key field the table
+is keyless (Hudi 0.14+): keys are generated per write, the default operation is
+``bulk_insert`` for rows without ``_hoodie_record_key`` (as in Hudi), and upserts and
+deletes address rows by the ``_hoodie_record_key`` they carry (rows read from the table).
+Other ``hoodie.*``/``hudisql.*`` options are write options (lock provider, concurrency
+mode...). Save modes: ``append``; ``overwrite`` replaces the whole table's rows whatever the
+operation, as a replacecommit that keeps the timeline (``insert_overwrite_table``;
+``insert_overwrite`` replaces only the partitions written); ``errorifexists``/``error``
+(Spark's default) and ``ignore`` as Spark defines them. A save from a SparkSession no live
+hudisql session extends is refused: call ``hudisql.connect(spark)`` on it first.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hudisql.errors import TableNotFoundError, WriteError
+from hudisql.table.write_records import RECORD_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -86,22 +92,28 @@ def _fail(path: str, message: str) -> WriteError:
     return WriteError(f"df.write.format('hudi').save({path!r}): {message}")
 
 
-def _operation(request: SaveRequest) -> str:
+def _operation(request: SaveRequest, append_only: bool) -> str:
+    """The pipeline operation of a save, as Hudi's datasource picks it.
+
+    No operation option: ``upsert``, or ``bulk_insert`` on a keyless table whose rows carry
+    no ``_hoodie_record_key`` (an append-only write, as Hudi picks it). Save mode
+    ``overwrite`` replaces the table's rows whatever the operation
+    (``insert_overwrite_table``; ``insert_overwrite`` replaces only the partitions written).
+    """
     from hudisql.write.pipeline import OPERATIONS
 
     given = request.options.get(OPERATION)
-    operation = (given or "upsert").strip().lower()
+    operation = (given or ("bulk_insert" if append_only else "upsert")).strip().lower()
     if operation not in OPERATIONS:
         raise _fail(request.path, f"option {OPERATION}={given!r} is not an operation hudisql "
                                   f"writes: use one of {', '.join(OPERATIONS)}")
     if request.mode == "overwrite":
-        if given is None:
-            return "insert_overwrite_table"
-        if operation not in _OVERWRITE_OPERATIONS:
-            raise _fail(request.path, f"save mode overwrite replaces the table's rows, but "
-                                      f"option {OPERATION}={given!r} does not: use mode "
-                                      f"append, or operation insert_overwrite(_table)")
-    elif operation in _OVERWRITE_OPERATIONS and request.mode != "append":
+        if operation == "delete":
+            raise _fail(request.path, f"save mode overwrite replaces the table's rows with the "
+                                      f"DataFrame's, which option {OPERATION}='delete' "
+                                      "contradicts: use mode append to delete rows")
+        return operation if operation in _OVERWRITE_OPERATIONS else "insert_overwrite_table"
+    if operation in _OVERWRITE_OPERATIONS and request.mode != "append":
         raise _fail(request.path, f"option {OPERATION}={given!r} needs save mode append or "
                                   "overwrite")
     return operation
@@ -138,10 +150,9 @@ def _create(request: SaveRequest, df: DataFrame) -> None:
 
     name = request.options.get(TABLE_NAME)
     keys = request.fields(RECORD_KEY_FIELD)
-    for key, value in ((TABLE_NAME, name), (RECORD_KEY_FIELD, keys)):
-        if not value:
-            raise _fail(request.path, f"no Hudi table there yet and option {key} is not set: "
-                                      "give it to create the table on this first write")
+    if not name:
+        raise _fail(request.path, f"no Hudi table there yet and option {TABLE_NAME} is not set: "
+                                  "give it to create the table on this first write")
     kind = request.options.get(TABLE_TYPE, "COPY_ON_WRITE")
     table_type = _TABLE_TYPES.get(kind.strip().upper())
     if table_type is None:
@@ -185,11 +196,13 @@ def save(df: DataFrame, request: SaveRequest,
     if request.mode not in SAVE_MODES:
         raise _fail(request.path, f"save mode {request.mode!r} is not one of "
                                   f"{', '.join(SAVE_MODES)}")
-    operation = _operation(request)
     try:
         table = HudiTable.open(request.path)
     except TableNotFoundError:
         table = None
+    keyless = (table.properties.keyless if table is not None
+               else not request.fields(RECORD_KEY_FIELD))
+    operation = _operation(request, keyless and RECORD_KEY not in df.columns)
     if table is not None:
         if request.mode == "errorifexists":
             raise _fail(request.path, "a Hudi table is already there and the save mode is "
@@ -200,6 +213,10 @@ def save(df: DataFrame, request: SaveRequest,
     spark = df.sparkSession
     # Asked before a new table is created: a catalog it cannot reach leaves no trace.
     committer = committer_for(spark, request.path) if committer_for is not None else None
+    if committer_for is not None and committer is None:
+        raise _fail(request.path, "this SparkSession is not extended by hudisql; call "
+                                  "hudisql.connect(spark) on it first (then "
+                                  "df.write.format('hudi') commits through hudisql)")
     if table is None:
         _create(request, df)
     options = {k: v for k, v in request.options.items() if k.startswith(("hoodie.", "hudisql."))}

@@ -40,6 +40,7 @@ from pyspark.sql import functions as F
 from hudisql.errors import WriteError
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.table import HudiTable
+from hudisql.table.write_records import RECORD_KEY
 from hudisql.txn.transaction import StepHook
 from hudisql.write.dml_expressions import (
     ExpressionPlan,
@@ -111,6 +112,15 @@ class _Shape:
     fixed: frozenset[str]
     ordering: str | None
     is_mor: bool
+    keyless: bool = False
+
+    def stored_key(self, alias: str | None = None) -> list[Column]:
+        """A keyless table's ``_hoodie_record_key`` column of the target (qualified by
+        ``alias``), which a write of its stored rows must carry; [] for a keyed table."""
+        if not self.keyless:
+            return []
+        name = quote_identifier(RECORD_KEY)
+        return [F.col(f"{quote_identifier(alias)}.{name}" if alias else name).alias(RECORD_KEY)]
 
     @property
     def kept(self) -> list[str]:
@@ -131,11 +141,12 @@ def data_columns(table: HudiTable) -> list[tuple[str, str]]:
 def _shape(table: DmlTable) -> _Shape:
     core = HudiTable.open(table.path)
     props = core.properties
-    keys = props.record_key_fields + [
-        f for f in props.partition_fields if f not in props.record_key_fields]
+    # A keyless table's rows are addressed by their stored (generated) key.
+    record_keys = [RECORD_KEY] if props.keyless else props.record_key_fields
+    keys = record_keys + [f for f in props.partition_fields if f not in record_keys]
     return _Shape(data_columns(core), keys,
                   frozenset(f.lower() for f in props.record_key_fields + props.partition_fields),
-                  props.precombine_field, props.is_mor)
+                  props.precombine_field, props.is_mor, props.keyless)
 
 
 def write_rows(table: DmlTable, frame: DataFrame, operation: str,
@@ -267,12 +278,13 @@ def update(table: DmlTable, set: Mapping[str, Value], where: Value | None = None
         if where is not None:
             rows = rows.where(_column(where, table, "the UPDATE condition"))
         if plan is not None:  # the stored value is read when the log is merged, not now
-            rows = rows.select(*expression_columns(plan, shape.columns, shape.kept, alias))
+            rows = rows.select(*expression_columns(plan, shape.columns, shape.kept, alias),
+                               *shape.stored_key())
         else:
             rows = rows.select(*[
                 (_column(values[name], table, f"the value of {name}") if name in values
                  else F.col(quote_identifier(name))).cast(kind).alias(name)
-                for name, kind in shape.columns])
+                for name, kind in shape.columns], *shape.stored_key())
     return write_rows(table, rows, "upsert", plan.ops if plan is not None else None)
 
 
@@ -469,7 +481,8 @@ class MergeBuilder:
         if clause.condition is not None:
             joined = joined.where(_column(clause.condition, self.table, "the clause condition"))
         return joined.select(
-            *expression_columns(plan, shape.columns, shape.kept, self.target_alias))
+            *expression_columns(plan, shape.columns, shape.kept, self.target_alias),
+            *shape.stored_key(self.target_alias))
 
     def _rows(self, clauses: list[_Clause], shape: _Shape) -> DataFrame:
         """Every source row's output: the first clause that holds decides what it writes."""
@@ -491,6 +504,12 @@ class MergeBuilder:
             for test, clause in zip(tests[1:], clauses[1:], strict=True):
                 value = value.when(test, self._value(clause, name))
             outputs.append(value.cast(kind).alias(name))
+        if shape.keyless:  # matched rows keep their stored key; inserted rows get a new one
+            stored = self._qualified(self.target_alias, RECORD_KEY)
+            key = F.when(tests[0], stored if clauses[0].matched else F.lit(None))
+            for test, clause in zip(tests[1:], clauses[1:], strict=True):
+                key = key.when(test, stored if clause.matched else F.lit(None))
+            outputs.append(key.cast("string").alias(RECORD_KEY))
         deletes = [i for i, c in enumerate(clauses) if c.action == "delete"]
         taken = F.col(_CLAUSE)
         # One commit: rows of delete clauses carry the target's values and Hudi's delete flag.

@@ -28,6 +28,11 @@ a MERGE with update and delete clauses is one commit. ``insert_overwrite`` and
 ``insert_overwrite_table`` write every row to new file groups (no key lookup) and complete
 as a replacecommit naming the file groups they replace.
 
+A keyless table (no record key fields, Hudi 0.14+) is staged with the rows' own
+``_hoodie_record_key`` where they carry one (rows read from the table: updates, deletes)
+and each row's Spark partition and row number; once the instant is open, missing keys are
+generated as Hudi does, ``<instant>_<partition>_<row>`` (:mod:`hudisql.write.staging`).
+
 The :class:`~hudisql.txn.transaction.Transaction` wraps it all in Hudi's commit protocol.
 """
 
@@ -88,7 +93,12 @@ from hudisql.txn.transaction import (
     StepHook,
     Transaction,
 )
-from hudisql.write.staging import check_partition_paths, stage_in_jvm
+from hudisql.write.staging import (
+    check_partition_paths,
+    stage_in_jvm,
+    stage_keyless,
+    with_generated_keys,
+)
 
 #: Operations and their ``operationType`` in commit metadata.
 OPERATIONS = {"insert": "INSERT", "bulk_insert": "BULK_INSERT", "upsert": "UPSERT",
@@ -142,6 +152,8 @@ class _TableSpec:
     schema_text: str
     arrow_schema: pa.Schema
     compression: str = DEFAULT_COMPRESSION
+    #: No record key fields: keys are given (``_hoodie_record_key``) or generated per write.
+    keyless: bool = False
 
 
 def _spec(table: HudiTable, options: Mapping[str, str]) -> _TableSpec:
@@ -151,7 +163,7 @@ def _spec(table: HudiTable, options: Mapping[str, str]) -> _TableSpec:
     return _TableSpec(table.base_path, table.name, tuple(props.record_key_fields),
                       tuple(props.partition_fields), props.hive_style_partitioning, labelled,
                       props.precombine_field, props.is_mor, avro_text(avro), arrow,
-                      parquet_codec(options, props))
+                      parquet_codec(options, props), props.keyless)
 
 
 def _check_columns(df: DataFrame, spec: _TableSpec, operation: str) -> None:
@@ -384,6 +396,8 @@ class SparkWriter:
                 txn.on_step = self.on_step
             instant = txn.start()
             try:
+                if spec.keyless:
+                    staged = with_generated_keys(staged, instant)
                 stats = self._tag_and_write(staged, counts, op, spec, txn.table, instant,
                                             expressions, sizing)
                 done = txn.commit(stats, spec.schema_text)
@@ -407,11 +421,17 @@ class SparkWriter:
             WriteError: a null or empty record key, a partition value with ``/``.
         """
         with_partition = op != "delete" or all(p in df.columns for p in spec.partition_fields)
-        # Keys and partition paths as Spark expressions when exact; else staged with Arrow.
-        staged = stage_in_jvm(df, spec.key_fields, spec.partition_fields, spec.hive_style,
-                              spec.labelled, with_partition)
+        persisted: DataFrame | None = None
+        staged: DataFrame | None
+        if spec.keyless:
+            staged = persisted = stage_keyless(df, spec.partition_fields, spec.hive_style,
+                                               with_partition, op, spec.name).persist(
+                                                   StorageLevel.MEMORY_AND_DISK)
+        else:
+            # Keys and partition paths as Spark expressions when exact; else staged with Arrow.
+            staged = stage_in_jvm(df, spec.key_fields, spec.partition_fields, spec.hive_style,
+                                  spec.labelled, with_partition)
         in_jvm = staged is not None
-        persisted = None
         if staged is None:
             _check_keys(df, spec)  # the Arrow staging fails on a bad key: check first
             staged_schema = StructType([*df.schema.fields,

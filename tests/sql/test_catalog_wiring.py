@@ -70,8 +70,9 @@ def test_a_failed_create_leaves_nothing(session: HudiSession, tmp_path: Path) ->
     with pytest.raises(WriteError, match="record key field"):
         session.sql("CREATE TABLE wire_bad (id ARRAY<INT>) USING hudi "
                     "TBLPROPERTIES (primaryKey = 'id')")
-    with pytest.raises(WriteError, match="need a record key; add TBLPROPERTIES"):
-        session.sql("CREATE TABLE wire_bad (id INT) USING hudi")
+    with pytest.raises(WriteError, match="cannot be false"):  # keyless needs meta columns
+        session.sql("CREATE TABLE wire_bad (id INT) USING hudi "
+                    "TBLPROPERTIES ('hoodie.populate.meta.fields' = 'false')")
     assert session.catalog.list_tables() == []
     assert not (tmp_path / "warehouse" / "wire_bad").exists()
 

@@ -28,7 +28,9 @@ def parts(text: str) -> list[tuple[str, ...]]:
         ("CACHE TABLE t", [("t",)]),
         # sqlglot reads these as opaque commands: the token scan finds the name.
         ("SHOW COLUMNS IN db.t", [("db", "t")]),
-        ("SHOW TBLPROPERTIES t", []),
+        ("SHOW TBLPROPERTIES t", [("t",)]),
+        ("SHOW PARTITIONS default.t", [("default", "t")]),
+        ("DESCRIBE EXTENDED db.t c", [("db", "t")]),
         ("SELECT 'FROM x' AS s", []),
         ("SELECT * FROM range(10)", []),
     ],

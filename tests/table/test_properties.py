@@ -277,7 +277,6 @@ def test_new_table_properties_choose_the_key_generator() -> None:
     ("args", "message"),
     [
         (("t", "MOR", ["id"]), "table type 'MOR'"),
-        (("t", "MERGE_ON_READ", []), "record key"),
         (("", "MERGE_ON_READ", ["id"]), "name"),
     ],
 )
@@ -385,3 +384,12 @@ def test_binary_garbage_is_malformed(writable_table: WritableTable) -> None:
     (root / PROPERTIES_FILE).write_bytes(bytes(range(256)) * 4)
     with pytest.raises(CorruptTableError, match="malformed"):
         TableProperties.load(Storage(str(root)))
+
+
+def test_new_table_properties_of_a_keyless_table() -> None:
+    """No record key fields: a keyless table (Hudi 0.14+), without recordkey.fields."""
+    props = new_table_properties("t", "MERGE_ON_READ", [], ["city"])
+    assert "hoodie.table.recordkey.fields" not in props
+    assert props.keyless and props.record_key_fields == []
+    assert props.keygenerator_class == "org.apache.hudi.keygen.SimpleKeyGenerator"
+    assert not new_table_properties("t", "MERGE_ON_READ", ["id"]).keyless

@@ -132,7 +132,8 @@ def test_create_table_refuses_a_file_as_location(tmp_path: Path) -> None:
     ("kwargs", "message"),
     [
         ({"record_key_fields": "nope"}, "record key field 'nope' is not a column"),
-        ({"record_key_fields": []}, "at least one record key"),
+        ({"record_key_fields": [], "options": {"hoodie.populate.meta.fields": "false"}},
+         "cannot be false"),
         ({"table_type": "MERGE_ON_WRITE"}, "unknown table type"),
         ({"partition_fields": ["zone"]}, "partition field 'zone' is not a column"),
         ({"precombine_field": "when"}, "precombine field 'when' is not a column"),

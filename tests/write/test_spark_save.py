@@ -108,15 +108,13 @@ def test_overwrite_creates_an_absent_table_and_ignore_errorifexists(
 @pytest.mark.parametrize(("options", "mode", "message"), [
     ({"hoodie.datasource.write.recordkey.field": "uuid"}, "append",
      "option hoodie.table.name is not set"),
-    ({"hoodie.table.name": "t"}, "append",
-     "option hoodie.datasource.write.recordkey.field is not set"),
     ({**OPTIONS, "hoodie.datasource.write.operation": "merge"}, "append",
      "option hoodie.datasource.write.operation='merge' is not an operation"),
     ({**OPTIONS, "hoodie.datasource.write.table.type": "HASH"}, "append",
      "option hoodie.datasource.write.table.type='HASH' is not COPY_ON_WRITE"),
     ({**OPTIONS, "hoodie.datasource.write.partitionpath.field": "region"}, "append",
      r"option hoodie.datasource.write.partitionpath.field names \['region'\]"),
-    ({**OPTIONS, "hoodie.datasource.write.operation": "upsert"}, "overwrite",
+    ({**OPTIONS, "hoodie.datasource.write.operation": "delete"}, "overwrite",
      "save mode overwrite replaces the table's rows"),
 ])
 def test_bad_options_on_create_are_refused_and_nothing_is_written(
