@@ -74,3 +74,7 @@ class CatalogError(HudiSqlError):
 
 class CatalogUnavailableError(CatalogError):
     """The catalog database is unreachable or locked; nothing was changed."""
+
+
+class ReadOptionError(HudiSqlError):
+    """A read's query type, time range or instant does not fit the table (nothing was read)."""

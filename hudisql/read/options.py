@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.types import StructType
 
-from hudisql.errors import HudiSqlError, TableNotFoundError
+from hudisql.errors import HudiSqlError, ReadOptionError, TableNotFoundError
 
 #: The field-metadata key the data source's schema carries the base path in.
 PATH_METADATA_KEY = "hudi.path"
@@ -27,6 +27,18 @@ PARTITION_PRUNING = "hudisql.read.partition.pruning"
 #: rows no log touches (:mod:`hudisql.read.snapshot`); ``false`` reads through the data
 #: source alone.
 DIRECT_PARQUET = "hudisql.read.direct.parquet"
+#: Hudi's query type option: ``snapshot`` (default), ``read_optimized`` (base files only)
+#: or ``incremental`` (:mod:`hudisql.table.incremental`).
+QUERY_TYPE = "hoodie.datasource.query.type"
+SNAPSHOT, READ_OPTIMIZED, INCREMENTAL = "snapshot", "read_optimized", "incremental"
+#: An incremental query's range: begin exclusive, end inclusive.
+BEGIN_INSTANT = "hoodie.datasource.read.begin.instanttime"
+END_INSTANT = "hoodie.datasource.read.end.instanttime"
+#: An incremental query's output: ``latest_state`` (default) or ``cdc``.
+INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
+LATEST_STATE, CDC = "latest_state", "cdc"
+#: Read every file group when the range starts among archived instants.
+FULL_SCAN_FALLBACK = "hoodie.datasource.read.incr.fallback.fulltablescan.enable"
 #: Internal (set by :mod:`hudisql.read.snapshot`): JSON ``{"touched": [[partition, file id],
 #: ...], "whole": [...]}``; only these file slices are read, the ``touched`` ones for the
 #: rows of the keys their logs touch only.
@@ -82,6 +94,16 @@ class ReadOptions:
     pinned: str | None = None
     #: (partition path, file id) -> TOUCHED | WHOLE: read only these slices (see SLICES).
     slices: Mapping[tuple[str, str], str] | None = None
+    query_type: str = SNAPSHOT
+    begin: str | None = None
+    end: str | None = None
+    incremental_format: str = LATEST_STATE
+    full_scan_fallback: bool = False
+
+    @property
+    def is_cdc(self) -> bool:
+        """True for an incremental query in CDC format (its rows are change records)."""
+        return self.query_type == INCREMENTAL and self.incremental_format == CDC
 
     @classmethod
     def parse(cls, options: Mapping[str, str], schema: StructType | None) -> ReadOptions:
@@ -112,11 +134,31 @@ class ReadOptions:
         if path.startswith("file:/") and not path.startswith("file://"):
             path = path.removeprefix("file:")
         as_of = lowered.get(AS_OF_INSTANT)
-        prune = lowered.get(PARTITION_PRUNING, "false").strip().lower()
-        if prune not in ("true", "false"):
-            raise HudiSqlError(f"option {PARTITION_PRUNING}={prune!r} must be true or false")
+        query_type = _choice(lowered, QUERY_TYPE, (SNAPSHOT, READ_OPTIMIZED, INCREMENTAL))
+        if as_of and query_type == INCREMENTAL:
+            raise ReadOptionError(
+                f"options {AS_OF_INSTANT} and {QUERY_TYPE}={INCREMENTAL} do not go together: "
+                f"an incremental query reads up to {END_INSTANT}; give that instead")
         return cls(path=path, as_of=normalize_instant(as_of) if as_of else None,
-                   prune=prune == "true", pinned=pinned, slices=_slices(lowered.get(SLICES)))
+                   prune=_choice(lowered, PARTITION_PRUNING, ("false", "true")) == "true",
+                   pinned=pinned, slices=_slices(lowered.get(SLICES)), query_type=query_type,
+                   begin=lowered.get(BEGIN_INSTANT), end=lowered.get(END_INSTANT),
+                   incremental_format=_choice(lowered, INCREMENTAL_FORMAT, (LATEST_STATE, CDC)),
+                   full_scan_fallback=_choice(lowered, FULL_SCAN_FALLBACK,
+                                              ("false", "true")) == "true")
+
+
+def _choice(options: Mapping[str, str], key: str, allowed: tuple[str, ...]) -> str:
+    """Option ``key`` (lower-cased), one of ``allowed`` (the first is the default).
+
+    Raises:
+        ReadOptionError: another value.
+    """
+    value = options.get(key.lower(), allowed[0]).strip().lower()
+    if value not in allowed:
+        raise ReadOptionError(
+            f"option {key}={value!r} is not one of {', '.join(allowed)}; give one of those")
+    return value
 
 
 def _slices(text: str | None) -> dict[tuple[str, str], str] | None:
