@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -55,6 +54,7 @@ from hudisql.read.options import (
     ReadOptions,
 )
 from hudisql.read.pruning import PartitionPruner
+from hudisql.table.fsview import base_files_only
 from hudisql.table.incremental import COMMIT_TIME_COLUMN, IncrementalRange
 
 if TYPE_CHECKING:
@@ -226,8 +226,7 @@ class HudiReader(DataSourceReader):
         self._slices = [] if self.snapshot is None else list(table.file_slices(as_of=self.snapshot))
         if self.options.query_type == READ_OPTIMIZED:
             # Base files alone: log files are ignored, and slices of logs only hold no rows.
-            self._slices = [replace(s, log_files=()) for s in self._slices
-                            if s.base_file is not None]
+            self._slices = base_files_only(self._slices)
         return table
 
     def _plan_incremental(self, table: HudiTable) -> None:

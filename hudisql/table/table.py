@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from hudisql.errors import CorruptTableError, HudiSqlError
 from hudisql.table.fsview import FileSlice, FileSystemView
+from hudisql.table.fsview import base_files_only as base_files_only_view
 from hudisql.table.merge import read_file_slice
 from hudisql.table.properties import TableProperties
 from hudisql.table.schema import avro_to_arrow, with_meta_fields
@@ -169,13 +170,16 @@ class HudiTable:
         return [s for p in partitions for s in view.latest_file_slices(p)]
 
     def read(
-        self, as_of: str | None = None, columns: Sequence[str] | None = None
+        self, as_of: str | None = None, columns: Sequence[str] | None = None, *,
+        base_files_only: bool = False,
     ) -> pa.Table:
         """Read the table's snapshot (or its state as of ``as_of``) into Arrow.
 
         Args:
             as_of: an instant time; see :func:`normalize_as_of` for accepted forms.
             columns: the columns to return, in that order (default: all, meta columns first).
+            base_files_only: Hudi's read-optimized query: each slice's base file alone (log
+                files ignored; slices of log files only hold no rows).
 
         Returns:
             A ``pyarrow.Table`` of the merged rows of every latest file slice.
@@ -204,7 +208,8 @@ class HudiTable:
                 schema=schema,
                 visible=view.visible,
             )
-            for file_slice in view.latest_file_slices()
+            for file_slice in (base_files_only_view(view.latest_file_slices())
+                               if base_files_only else view.latest_file_slices())
         ]
         if not tables:
             empty = schema.empty_table()
