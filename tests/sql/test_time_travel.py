@@ -1,0 +1,141 @@
+"""Time travel and incremental queries in SQL: ``TIMESTAMP AS OF`` and ``hudi_table_changes``.
+
+Results are checked against the table core's pure-Python reads (``hudisql.read_table``),
+which ``tests/table/test_incremental.py`` checks against hudi-rs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hudisql
+from hudisql.errors import ReadOptionError, TableNotFoundError
+from hudisql.session import HudiSession
+from hudisql.table import HudiTable
+from tests.fixtures import table_path
+
+pytestmark = pytest.mark.spark
+
+CREATE = ("CREATE TABLE {name} (id INT, name STRING, ts BIGINT, part STRING) USING hudi "
+          "PARTITIONED BY (part) TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts', "
+          "type = '{kind}')")
+
+
+def names(frame: Any) -> dict[int, str]:
+    return {r.id: r.name for r in frame.collect()}
+
+
+def core_names(path: Path, **kwargs: Any) -> dict[int, str]:
+    return {r["id"]: r["name"] for r in hudisql.read_table(str(path), **kwargs).to_pylist()}
+
+
+def commits(path: Path) -> list[str]:
+    return [i.timestamp for i in HudiTable.open(str(path)).timeline.completed()]
+
+
+@pytest.fixture(params=["mor", "cow"])
+def trips(request: pytest.FixtureRequest, session: HudiSession, tmp_path: Path) -> Path:
+    """A catalog table with an insert, an update and a delete (three commits)."""
+    name = "trips"
+    session.sql(CREATE.format(name=name, kind=request.param))
+    session.sql("INSERT INTO trips VALUES (1, 'a', 1, 'p'), (2, 'b', 1, 'p'), (3, 'c', 1, 'q')")
+    session.sql("UPDATE trips SET name = 'B', ts = 2 WHERE id = 2")
+    session.sql("DELETE FROM trips WHERE id = 3")
+    return tmp_path / "warehouse" / name
+
+
+def test_timestamp_as_of_an_instant(session: HudiSession, trips: Path) -> None:
+    first, second, _ = commits(trips)
+    got = session.sql(f"SELECT id, name FROM trips TIMESTAMP AS OF '{first}'")
+    assert names(got) == {1: "a", 2: "b", 3: "c"} == core_names(trips, as_of=first)
+    aliased = session.sql(
+        f"SELECT x.id, x.name FROM trips TIMESTAMP AS OF '{second}' AS x WHERE x.id > 1")
+    assert names(aliased) == {2: "B", 3: "c"}
+    version = session.sql(f"SELECT id, name FROM default.trips VERSION AS OF {second} t")
+    assert names(version) == core_names(trips, as_of=second)
+    assert names(session.sql("SELECT id, name FROM trips")) == {1: "a", 2: "B"}
+
+
+def test_timestamp_as_of_a_time_string(session: HudiSession, trips: Path) -> None:
+    first = commits(trips)[0]
+    dashed = (f"{first[:4]}-{first[4:6]}-{first[6:8]} {first[8:10]}:{first[10:12]}:"
+              f"{first[12:14]}.{first[14:]}")
+    got = session.sql(f"SELECT id, name FROM trips TIMESTAMP AS OF '{dashed}'")
+    assert names(got) == core_names(trips, as_of=first)
+    joined = session.sql(
+        f"SELECT now.id, old.name AS name FROM trips AS now JOIN trips FOR SYSTEM_TIME AS OF "
+        f"'{dashed}' old ON now.id = old.id")
+    assert names(joined) == {1: "a", 2: "b"}
+
+
+def test_timestamp_as_of_on_a_fixture_table(session: HudiSession) -> None:
+    path = table_path("v6_trips_8i1u")
+    session.sql(f"CREATE TABLE fixture_trips USING hudi LOCATION '{path}'")
+    got = session.sql("SELECT rider, fare FROM fixture_trips TIMESTAMP AS OF "
+                      "'20250331030642808' WHERE rider = 'rider-D'")
+    assert [r.fare for r in got.collect()] == [pytest.approx(33.9)]
+
+
+def test_timestamp_as_of_bad_input(session: HudiSession, trips: Path) -> None:
+    with pytest.raises(ReadOptionError, match=r"line 1, column \d+: .*no instant "
+                                              r"29990101000000000 on the timeline"):
+        session.sql("SELECT * FROM trips TIMESTAMP AS OF '29990101000000000'")
+    with pytest.raises(ReadOptionError, match="is not an instant time"):
+        session.sql("SELECT * FROM trips TIMESTAMP AS OF 'last tuesday'")
+    with pytest.raises(ReadOptionError, match="takes a literal"):
+        session.sql("SELECT * FROM trips TIMESTAMP AS OF current_timestamp()")
+
+
+def test_table_changes_latest_state(session: HudiSession, trips: Path) -> None:
+    first, second, third = commits(trips)
+    got = session.sql(
+        f"SELECT id, name FROM hudi_table_changes('trips', 'latest_state', '{first}')")
+    assert names(got) == {2: "B"}
+    everything = session.sql(
+        "SELECT id, name, _hoodie_commit_time FROM "
+        f"hudi_table_changes('default.trips', 'latest_state', 'earliest', '{first}') c "
+        "ORDER BY c.id")
+    assert [(r.id, r.name, r._hoodie_commit_time) for r in everything.collect()] == [
+        (1, "a", first), (2, "b", first), (3, "c", first)]
+    by_path = session.sql(
+        f"SELECT id, name FROM hudi_table_changes('{trips}', 'latest_state', '{second}')")
+    assert names(by_path) == {}
+    expected = core_names(trips, query_type="incremental", begin=first, end=third)
+    assert names(session.sql(
+        f"SELECT * FROM hudi_table_changes('trips', 'LATEST_STATE', '{first}', '{third}')"
+    )) == expected
+
+
+def test_table_changes_cdc(session: HudiSession, trips: Path) -> None:
+    first, second, third = commits(trips)
+    got = session.sql(
+        "SELECT op, ts_ms, before, after FROM hudi_table_changes('trips', 'cdc', 'earliest') "
+        "ORDER BY ts_ms, op")
+    changes = [(r.op, r.ts_ms, json.loads(r.before or r.after)["id"]) for r in got.collect()]
+    assert changes == [("i", first, 1), ("i", first, 2), ("i", first, 3), ("u", second, 2),
+                       ("d", third, 3)]
+    update = session.sql(
+        f"SELECT before, after FROM hudi_table_changes('trips', 'cdc', '{first}', '{second}')"
+    ).collect()
+    assert [json.loads(r.before)["name"] for r in update] == ["b"]
+    assert [json.loads(r.after)["name"] for r in update] == ["B"]
+
+
+def test_table_changes_bad_input(session: HudiSession, trips: Path) -> None:
+    first, _, third = commits(trips)
+    with pytest.raises(ReadOptionError, match="swap them"):
+        session.sql(f"SELECT * FROM hudi_table_changes('trips', 'cdc', '{third}', '{first}')")
+    with pytest.raises(ReadOptionError, match="query type 'snapshot' is unknown"):
+        session.sql("SELECT * FROM hudi_table_changes('trips', 'snapshot', 'earliest')")
+    with pytest.raises(ReadOptionError, match="given 2 arguments"):
+        session.sql("SELECT * FROM hudi_table_changes('trips', 'cdc')")
+    between = next(t for t in (str(int(first) + n) for n in range(1, 100))
+                   if t not in commits(trips))
+    with pytest.raises(ReadOptionError, match=f"line 2, column 3: .*no instant {between}"):
+        session.sql(f"SELECT * FROM\n  hudi_table_changes('trips', 'cdc', '{between}')")
+    with pytest.raises(TableNotFoundError, match="nothing_here is not a hudi table"):
+        session.sql("SELECT * FROM hudi_table_changes('nothing_here', 'cdc', 'earliest')")
