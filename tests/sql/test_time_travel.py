@@ -10,12 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import hudisql
 from hudisql.errors import ReadOptionError, TableNotFoundError
 from hudisql.session import HudiSession
 from hudisql.table import HudiTable
+from hudisql.table.writer import WriteClient, create_table
 from tests.fixtures import table_path
 
 pytestmark = pytest.mark.spark
@@ -37,15 +39,22 @@ def commits(path: Path) -> list[str]:
     return [i.timestamp for i in HudiTable.open(str(path)).timeline.completed()]
 
 
-@pytest.fixture(params=["mor", "cow"])
+@pytest.fixture(params=["MERGE_ON_READ", "COPY_ON_WRITE"])
 def trips(request: pytest.FixtureRequest, session: HudiSession, tmp_path: Path) -> Path:
-    """A catalog table with an insert, an update and a delete (three commits)."""
-    name = "trips"
-    session.sql(CREATE.format(name=name, kind=request.param))
-    session.sql("INSERT INTO trips VALUES (1, 'a', 1, 'p'), (2, 'b', 1, 'p'), (3, 'c', 1, 'q')")
-    session.sql("UPDATE trips SET name = 'B', ts = 2 WHERE id = 2")
-    session.sql("DELETE FROM trips WHERE id = 3")
-    return tmp_path / "warehouse" / name
+    """Catalog table ``trips`` with an insert, an update and a delete (three commits),
+    written by the table core (fast) and registered by LOCATION."""
+    path = tmp_path / "trips"
+    schema = pa.schema([("id", pa.int32()), ("name", pa.string()), ("ts", pa.int64()),
+                        ("part", pa.string())])
+    create_table(str(path), "trips", schema, "id", "part", "ts", request.param)
+    client = WriteClient(HudiTable.open(str(path)))
+    client.insert(pa.table({"id": pa.array([1, 2, 3], pa.int32()), "name": ["a", "b", "c"],
+                            "ts": [1, 1, 1], "part": ["p", "p", "q"]}, schema=schema))
+    client.upsert(pa.table({"id": pa.array([2], pa.int32()), "name": ["B"], "ts": [2],
+                            "part": ["p"]}, schema=schema))
+    client.delete(["3"])
+    session.sql(f"CREATE TABLE trips USING hudi LOCATION '{path}'")
+    return path
 
 
 def test_timestamp_as_of_an_instant(session: HudiSession, trips: Path) -> None:
@@ -139,3 +148,13 @@ def test_table_changes_bad_input(session: HudiSession, trips: Path) -> None:
         session.sql(f"SELECT * FROM\n  hudi_table_changes('trips', 'cdc', '{between}')")
     with pytest.raises(TableNotFoundError, match="nothing_here is not a hudi table"):
         session.sql("SELECT * FROM hudi_table_changes('nothing_here', 'cdc', 'earliest')")
+
+
+def test_incremental_etl_into_another_hudi_table(session: HudiSession, trips: Path) -> None:
+    first = commits(trips)[0]
+    session.sql(CREATE.format(name="trips_copy", kind="cow"))
+    session.sql("INSERT INTO trips_copy SELECT id, name, ts, part FROM "
+                f"hudi_table_changes('trips', 'latest_state', '{first}')")
+    session.sql("INSERT INTO trips_copy SELECT id, name, ts, part FROM trips "
+                f"TIMESTAMP AS OF '{first}' WHERE id = 3")
+    assert names(session.sql("SELECT id, name FROM trips_copy")) == {2: "B", 3: "c"}
