@@ -12,6 +12,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from pyspark.errors import AnalysisException
 
 import hudisql
 from hudisql.errors import ReadOptionError, TableNotFoundError
@@ -158,3 +159,14 @@ def test_incremental_etl_into_another_hudi_table(session: HudiSession, trips: Pa
     session.sql("INSERT INTO trips_copy SELECT id, name, ts, part FROM trips "
                 f"TIMESTAMP AS OF '{first}' WHERE id = 3")
     assert names(session.sql("SELECT id, name FROM trips_copy")) == {2: "B", 3: "c"}
+
+
+def test_time_travel_on_other_tables_is_spark_business(session: HudiSession) -> None:
+    session.sql("CREATE TABLE plain_parquet (id INT) USING parquet")
+    try:
+        with pytest.raises(AnalysisException) as excinfo:
+            session.sql("SELECT * FROM plain_parquet TIMESTAMP AS OF '2025-01-01 00:00:00'")
+        assert "hudi_read_" not in str(excinfo.value)  # Spark saw the statement as typed
+        assert "plain_parquet" in str(excinfo.value)
+    finally:
+        session.spark.sql("DROP TABLE plain_parquet")
