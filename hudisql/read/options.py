@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -46,37 +45,26 @@ SLICES = "hudisql.read.slices"
 #: What a slice named by :data:`SLICES` is read for.
 TOUCHED, WHOLE = "touched", "whole"
 
-_DIGITS = re.compile(r"^\d{14}(\d{3})?$")
-_DATETIME = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?)?$"
-)
-
-
 def normalize_instant(text: str) -> str:
     """An instant given as ``yyyyMMddHHmmss[SSS]`` or ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``.
 
     Returns:
-        The 17-digit instant time. A time to the second means its whole second (``999``
-        milliseconds, as Hudi and :func:`hudisql.table.table.normalize_as_of` take it); a
-        date alone means its start.
+        The 17-digit instant time (see :func:`hudisql.table.table.normalize_as_of`: a time
+        to the second means its whole second, a date alone its start).
 
     Raises:
         HudiSqlError: ``text`` is neither form.
     """
-    value = text.strip()
-    if _DIGITS.match(value):
-        return value if len(value) == 17 else value + "999"
-    match = _DATETIME.match(value)
-    if match:
-        year, month, day, hour, minute, second, millis = match.groups()
-        if millis is None:
-            millis = "999" if hour is not None else "000"
-        millis = millis.ljust(3, "0")
-        return f"{year}{month}{day}{hour or '00'}{minute or '00'}{second or '00'}{millis}"
-    raise HudiSqlError(
-        f"option {AS_OF_INSTANT}={text!r} is not an instant: give yyyyMMddHHmmssSSS "
-        "(as SHOW TIMELINE prints it) or 'yyyy-MM-dd HH:mm:ss.SSS' (UTC)"
-    )
+    from hudisql.table.table import normalize_as_of
+
+    try:
+        instant = normalize_as_of(text)
+    except HudiSqlError as exc:
+        raise HudiSqlError(
+            f"option {AS_OF_INSTANT}={text!r} is not an instant: give yyyyMMddHHmmssSSS "
+            "(as SHOW TIMELINE prints it) or 'yyyy-MM-dd HH:mm:ss.SSS' (UTC)") from exc
+    assert instant is not None
+    return instant
 
 
 @dataclass(frozen=True)

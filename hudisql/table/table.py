@@ -26,15 +26,17 @@ from hudisql.table.timeline import Timeline
 
 __all__ = ["HudiTable", "normalize_as_of"]
 
-# yyyy-MM-dd[ T]HH:mm:ss[.SSS], the other spelling Hudi accepts for time travel.
-_ISO_INSTANT = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?$")
+# yyyy-MM-dd[[ T]HH:mm:ss[.SSS]], the other spelling Hudi accepts for time travel.
+_ISO_INSTANT = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?)?$")
 
 
 def normalize_as_of(as_of: str | None) -> str | None:
     """``as_of`` as a 17-digit instant time, or None.
 
     Accepts ``yyyyMMddHHmmssSSS``, ``yyyyMMddHHmmss`` (the whole second: ``999`` is added,
-    as Hudi does) and ``yyyy-MM-dd HH:mm:ss[.SSS]``.
+    as Hudi does), ``yyyy-MM-dd HH:mm:ss[.SSS]`` (likewise) and ``yyyy-MM-dd`` (the start
+    of that day).
 
     Raises:
         HudiSqlError: ``as_of`` has none of these forms.
@@ -49,10 +51,12 @@ def normalize_as_of(as_of: str | None) -> str | None:
     m = _ISO_INSTANT.match(text)
     if m:
         *date_time, millis = m.groups()
+        if date_time[3] is None:
+            return "".join(date_time[:3]) + "000000000"
         return "".join(date_time) + (millis.ljust(3, "0") if millis else "999")
     raise HudiSqlError(
         f"as_of={as_of!r} is not an instant time: give yyyyMMddHHmmssSSS (e.g. "
-        "20250331030645735) or 'yyyy-MM-dd HH:mm:ss[.SSS]'"
+        "20250331030645735), 'yyyy-MM-dd HH:mm:ss[.SSS]' or 'yyyy-MM-dd'"
     )
 
 

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import hudi
 import pyarrow as pa
 import pytest
 from pyspark.errors import AnalysisException
@@ -62,6 +63,10 @@ def test_timestamp_as_of_an_instant(session: HudiSession, trips: Path) -> None:
     first, second, _ = commits(trips)
     got = session.sql(f"SELECT id, name FROM trips TIMESTAMP AS OF '{first}'")
     assert names(got) == {1: "a", 2: "b", 3: "c"} == core_names(trips, as_of=first)
+    oracle = pa.Table.from_batches(hudi.HudiTable(str(trips)).read(
+        hudi.HudiReadOptions().with_as_of_timestamp(first)))
+    assert names(got) == dict(zip(oracle.column("id").to_pylist(),
+                                  oracle.column("name").to_pylist(), strict=True))
     aliased = session.sql(
         f"SELECT x.id, x.name FROM trips TIMESTAMP AS OF '{second}' AS x WHERE x.id > 1")
     assert names(aliased) == {2: "B", 3: "c"}
@@ -76,6 +81,8 @@ def test_timestamp_as_of_a_time_string(session: HudiSession, trips: Path) -> Non
               f"{first[12:14]}.{first[14:]}")
     got = session.sql(f"SELECT id, name FROM trips TIMESTAMP AS OF '{dashed}'")
     assert names(got) == core_names(trips, as_of=first)
+    day = session.sql(f"SELECT id FROM trips TIMESTAMP AS OF '{dashed[:10]}'")
+    assert day.count() == 0  # a date alone is the start of that day, before the first commit
     joined = session.sql(
         f"SELECT now.id, old.name AS name FROM trips AS now JOIN trips FOR SYSTEM_TIME AS OF "
         f"'{dashed}' old ON now.id = old.id")
