@@ -19,7 +19,7 @@ import hudisql
 from hudisql.errors import ReadOptionError, TableNotFoundError
 from hudisql.session import HudiSession
 from hudisql.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.txn.writer import WriteClient, create_table
 from tests.fixtures import table_path
 
 pytestmark = pytest.mark.spark

@@ -20,7 +20,7 @@ from hudisql.errors import ReadOptionError
 from hudisql.table.cdc import read_cdc
 from hudisql.table.incremental import check_time_travel, read_incremental, resolve_range
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.txn.writer import WriteClient, create_table
 from tests.fixtures import table_path
 
 SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("fare", pa.float64()),
