@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -242,7 +243,8 @@ class HudiReader(DataSourceReader):
             self._slices = []
             self._cdc_units = cdc_units(table, rng)
         else:
-            self._range = rng
+            # Each input partition carries the bounds only, not the range's file groups.
+            self._range = replace(rng, instants=(), file_groups=None)
             self._slices = incremental_slices(table, rng)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -177,3 +177,32 @@ def history_instants(path: str) -> list[Any]:
     from hudisql.table import HudiTable
 
     return HudiTable.open(path).timeline.completed()
+
+
+def test_an_overwrite_in_the_range_replaces_file_groups(hudi_session: HudiSession,
+                                                        tmp_path_factory: pytest.TempPathFactory
+                                                        ) -> None:
+    from hudisql.write.pipeline import SparkWriter
+
+    history = make_history(tmp_path_factory.mktemp("overwrite"), "MERGE_ON_READ")
+    spark = hudi_session.spark
+    rows_ = spark.createDataFrame([("k00", 5, 1.5, "sf"), ("k98", 5, 2.5, "sf")],
+                                  "uuid string, ts long, fare double, city string")
+    SparkWriter(spark, history.path).write(rows_, "insert_overwrite", {})
+    table = history.table()
+    overwrite = table.timeline.last_completed()
+    assert overwrite is not None and overwrite.action == "replacecommit"
+    latest = incremental(hudi_session, history.path, history.late).toArrow()
+    assert fares(latest) == {"k00": 1.5, "k98": 2.5}
+    assert rows(latest) == rows(read_incremental(table, history.late))
+    changes = incremental(hudi_session, history.path, history.late, fmt="cdc").collect()
+    sf_before = {k for k, v in fares(hudisql.read_table(history.path, as_of=history.late))
+                 .items() if int(k[1:]) % 2 == 0}
+    assert sorted((c.op, json_key(c.before or c.after)) for c in changes) == sorted(
+        [("u", "k00"), ("i", "k98")] + [("d", k) for k in sf_before - {"k00"}])
+
+
+def json_key(image: str) -> str:
+    import json
+
+    return str(json.loads(image)["uuid"])
