@@ -188,7 +188,7 @@ def test_an_overwrite_in_the_range_replaces_file_groups(hudi_session: HudiSessio
     spark = hudi_session.spark
     rows_ = spark.createDataFrame([("k00", 5, 1.5, "sf"), ("k98", 5, 2.5, "sf")],
                                   "uuid string, ts long, fare double, city string")
-    SparkWriter(spark, history.path).write(rows_, "insert_overwrite", {})
+    SparkWriter(spark, history.path).write(rows_, "insert_overwrite")
     table = history.table()
     overwrite = table.timeline.last_completed()
     assert overwrite is not None and overwrite.action == "replacecommit"
