@@ -25,6 +25,7 @@ Names of tables that are not hudi tables are left alone: Spark decides about the
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,6 +57,8 @@ _NAME = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
 _LITERAL = frozenset({TokenType.STRING, TokenType.NUMBER})
 _TEMPORAL = frozenset({"TIMESTAMP", "VERSION"})
 _SYSTEM = frozenset({"SYSTEM_TIME", "SYSTEM_VERSION"})
+#: Statements without these words are handed on without tokenizing them.
+_MAY_REWRITE = re.compile(rf"(?i)\bAS\s+OF\b|\b{TABLE_CHANGES}\b")
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,7 @@ def rewrite(ctx: StatementContext, text: str) -> str:
         ReadOptionError: a bad instant, range or query type (names line and column).
         TableNotFoundError: ``hudi_table_changes`` of a name that is not a hudi table.
     """
-    lowered = text.lower()
-    if " of" not in lowered and TABLE_CHANGES not in lowered:
+    if not _MAY_REWRITE.search(text):
         return text
     tokens = words(text)
     edits: list[_Edit] = []
