@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pyspark.sql.types import StructType
 
 from hudisql.errors import HudiSqlError, ReadOptionError, TableNotFoundError
+from hudisql.table.incremental import FULL_SCAN_FALLBACK
 
 #: The field-metadata key the data source's schema carries the base path in.
 PATH_METADATA_KEY = "hudi.path"
@@ -36,8 +37,6 @@ END_INSTANT = "hoodie.datasource.read.end.instanttime"
 #: An incremental query's output: ``latest_state`` (default) or ``cdc``.
 INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
 LATEST_STATE, CDC = "latest_state", "cdc"
-#: Read every file group when the range starts among archived instants.
-FULL_SCAN_FALLBACK = "hoodie.datasource.read.incr.fallback.fulltablescan.enable"
 #: Internal (set by :mod:`hudisql.read.snapshot`): JSON ``{"touched": [[partition, file id],
 #: ...], "whole": [...]}``; only these file slices are read, the ``touched`` ones for the
 #: rows of the keys their logs touch only.

@@ -33,7 +33,9 @@ from hudisql.table.table import HudiTable, normalize_as_of
 __all__ = [
     "COMMIT_TIME_COLUMN",
     "EARLIEST",
+    "FULL_SCAN_FALLBACK",
     "IncrementalRange",
+    "check_on_timeline",
     "check_time_travel",
     "incremental_slices",
     "read_incremental",
@@ -71,11 +73,6 @@ class IncrementalRange:
     def is_empty(self) -> bool:
         """True when no completed write lies in the range."""
         return self.end is None or not self.instants
-
-    def holds(self, commit_time: str) -> bool:
-        """True when ``commit_time`` lies in ``(begin, end]``."""
-        return (self.end is not None and commit_time <= self.end
-                and (self.begin is None or commit_time > self.begin))
 
     def row_filter(self, column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
         """The boolean mask of the commit times in ``column`` that lie in the range."""
