@@ -45,7 +45,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPa
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from hudisql.errors import HudiSqlError, TableNotFoundError
+from hudisql.errors import HudiSqlError, ReadOptionError, TableNotFoundError
 from hudisql.read.options import (
     AS_OF_INSTANT,
     INCREMENTAL,
@@ -56,6 +56,7 @@ from hudisql.read.options import (
     ReadOptions,
 )
 from hudisql.read.pruning import PartitionPruner
+from hudisql.table.cdc import CDC_SCHEMA
 from hudisql.table.fsview import base_files_only
 from hudisql.table.incremental import COMMIT_TIME_COLUMN, IncrementalRange
 
@@ -66,6 +67,8 @@ if TYPE_CHECKING:
 
 #: Rows per Arrow batch handed to Spark.
 BATCH_ROWS = 65536
+#: The columns of a CDC query.
+CDC_COLUMNS = CDC_SCHEMA.names
 
 
 def spark_schema(table: HudiTable, path: str, arrow: pa.Schema | None = None) -> StructType:
@@ -354,7 +357,6 @@ class HudiDataSource(DataSource):
             raw = {str(k).lower(): str(v) for k, v in self.options.items()}[AS_OF_INSTANT]
             check_time_travel(table, raw, AS_OF_INSTANT)
         if options.query_type == INCREMENTAL:
-            from hudisql.table.cdc import CDC_SCHEMA
             from hudisql.table.incremental import resolve_range
 
             resolve_range(table, options.begin, options.end,
@@ -364,8 +366,20 @@ class HudiDataSource(DataSource):
         return spark_schema(table, options.path)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        """A reader of this table in ``schema`` (the catalog's or the table's own)."""
-        return HudiReader(ReadOptions.parse(self.options, schema), schema)
+        """A reader of this table in ``schema`` (the catalog's or the table's own).
+
+        Raises:
+            ReadOptionError: a CDC query on a relation whose schema is the table's (a catalog
+                table's ``WITH (...)`` options): its rows would not fit.
+        """
+        options = ReadOptions.parse(self.options, schema)
+        if options.is_cdc and schema.fieldNames() != CDC_COLUMNS:
+            raise ReadOptionError(
+                f"a CDC query returns the columns {', '.join(CDC_COLUMNS)}, not the table's: "
+                f"query it with hudi_table_changes('<table>', 'cdc', '<begin>') or "
+                f"spark.read.format('hudi').load('{options.path}'), not with a catalog "
+                "table's options")
+        return HudiReader(options, schema)
 
 
 def _open_path(path: str) -> HudiTable:

@@ -17,7 +17,9 @@ statement reaches Spark, each is rewritten in its original text, nothing else ch
   becomes the name of a temporary view of the matching incremental read (Hudi's options).
 
 Views are named after their path, options and the timeline's head, so the same read of
-the same timeline reuses its view.
+the same timeline reuses its view. Not a Python UDTF: a UDTF runs as one task that cannot
+reach the catalog, while the view is the ``hudi`` data source's read, one input partition
+per written file slice (or per write and partition for CDC).
 
 Names of tables that are not hudi tables are left alone: Spark decides about them.
 """

@@ -177,3 +177,17 @@ def test_time_travel_on_other_tables_is_spark_business(session: HudiSession) -> 
         assert "plain_parquet" in str(excinfo.value)
     finally:
         session.spark.sql("DROP TABLE plain_parquet")
+
+
+def test_catalog_table_options_take_an_incremental_query(session: HudiSession,
+                                                         trips: Path) -> None:
+    first = commits(trips)[0]
+    got = session.sql(
+        "SELECT id, name FROM trips WITH ('hoodie.datasource.query.type' = 'incremental', "
+        f"'hoodie.datasource.read.begin.instanttime' = '{first}')")
+    assert names(got) == {2: "B"}
+    with pytest.raises(AnalysisException, match="hudi_table_changes"):
+        session.sql(
+            "SELECT * FROM trips WITH ('hoodie.datasource.query.type' = 'incremental', "
+            "'hoodie.datasource.query.incremental.format' = 'cdc', "
+            "'hoodie.datasource.read.begin.instanttime' = 'earliest')").collect()
