@@ -47,7 +47,6 @@ from pyspark.sql.types import StructField, StructType
 
 from hudisql.errors import HudiSqlError, ReadOptionError, TableNotFoundError
 from hudisql.read.options import (
-    AS_OF_INSTANT,
     INCREMENTAL,
     PATH_METADATA_KEY,
     READ_OPTIMIZED,
@@ -345,17 +344,13 @@ class HudiDataSource(DataSource):
 
         Raises:
             TableNotFoundError: no table at the path.
-            ReadOptionError: a bad query type or incremental range, or time travel to an
-                instant time not on the timeline or past a pending write (checked here, at
-                ``load()``, so that nothing is planned for it).
+            ReadOptionError: a bad query type or incremental range (checked here, at
+                ``load()``, so that nothing is planned for it). ``as.of.instant`` is not
+                held to the timeline here: hudisql's own reads pass it the snapshot they
+                planned (SQL's ``TIMESTAMP AS OF`` is checked before it gets here).
         """
         options = ReadOptions.parse(self.options, None)
         table = _open_path(options.path)
-        if options.as_of is not None:
-            from hudisql.table.incremental import check_time_travel
-
-            raw = {str(k).lower(): str(v) for k, v in self.options.items()}[AS_OF_INSTANT]
-            check_time_travel(table, raw, AS_OF_INSTANT)
         if options.query_type == INCREMENTAL:
             from hudisql.table.incremental import resolve_range
 

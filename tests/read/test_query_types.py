@@ -207,21 +207,3 @@ def json_key(image: str) -> str:
 
     return str(json.loads(image)["uuid"])
 
-
-def test_time_travel_must_stay_before_a_pending_write(hudi_session: HudiSession,
-                                                      tmp_path_factory: pytest.TempPathFactory
-                                                      ) -> None:
-    from hudisql.table import HudiTable
-    from hudisql.txn.writer import WriteClient
-    from tests.table.test_incremental import _crash_when_validating, records
-
-    history = make_history(tmp_path_factory.mktemp("pending"), "COPY_ON_WRITE")
-    with pytest.raises(RuntimeError):
-        WriteClient(HudiTable.open(history.path),
-                    on_step=_crash_when_validating).upsert(records([1], 9, 7000.0))
-    reader = hudi_session.spark.read.format("hudi")
-    assert reader.option("as.of.instant", history.late).load(history.path).count() == 22
-    with pytest.raises(AnalysisException, match="first pending write"):
-        reader.option("as.of.instant", "2999-01-01 00:00:00").load(history.path)
-    with pytest.raises(AnalysisException, match=f"no instant {history.rolled_back}"):
-        reader.option("as.of.instant", history.rolled_back).load(history.path)

@@ -191,3 +191,20 @@ def test_catalog_table_options_take_an_incremental_query(session: HudiSession,
             "SELECT * FROM trips WITH ('hoodie.datasource.query.type' = 'incremental', "
             "'hoodie.datasource.query.incremental.format' = 'cdc', "
             "'hoodie.datasource.read.begin.instanttime' = 'earliest')").collect()
+
+
+def test_timestamp_as_of_stays_before_a_pending_write(session: HudiSession, trips: Path) -> None:
+    def crash(event: str, _: str) -> None:
+        if event == "validating":
+            raise RuntimeError("injected crash")
+
+    third = commits(trips)[-1]
+    schema = HudiTable.open(str(trips)).schema
+    with pytest.raises(RuntimeError):
+        WriteClient(HudiTable.open(str(trips)), on_step=crash).upsert(pa.table(
+            {"id": pa.array([1], pa.int32()), "name": ["x"], "ts": [9], "part": ["p"]},
+            schema=pa.schema([schema.field(n) for n in ("id", "name", "ts", "part")])))
+    assert names(session.sql(f"SELECT id, name FROM trips TIMESTAMP AS OF '{third}'")) == {
+        1: "a", 2: "B"}
+    with pytest.raises(ReadOptionError, match="first pending write"):
+        session.sql("SELECT * FROM trips TIMESTAMP AS OF '2999-01-01 00:00:00'")
