@@ -401,7 +401,7 @@ class HudiTableHandle:
 
     def read(self, as_of: str | None = None, columns: Sequence[str] | None = None, *,
              query_type: str | None = None, begin: str | None = None, end: str | None = None,
-             **options: str) -> DataFrame:
+             incremental_format: str | None = None, **options: str) -> DataFrame:
         """The table's snapshot (or another Hudi query type) as a Spark DataFrame.
 
         Args:
@@ -412,8 +412,9 @@ class HudiTableHandle:
                 ``read_optimized`` (base files only) or ``incremental``.
             begin, end: an incremental query's range ``(begin, end]``
                 (``hoodie.datasource.read.begin.instanttime`` / ``...end.instanttime``).
-            options: further ``hudi`` data source options (Hudi's names, e.g.
-                ``hoodie.datasource.query.incremental.format="cdc"``).
+            incremental_format: ``latest_state`` (default) or ``cdc``
+                (``hoodie.datasource.query.incremental.format``).
+            options: further ``hudi`` data source options (Hudi's names).
 
         Returns:
             A lazy DataFrame of the snapshot as of the time of this call (or ``as_of``).
@@ -429,12 +430,14 @@ class HudiTableHandle:
             BEGIN_INSTANT,
             DIRECT_PARQUET,
             END_INSTANT,
+            INCREMENTAL_FORMAT,
             QUERY_TYPE,
             SNAPSHOT,
         )
         from hudisql.read.snapshot import snapshot_frame
 
-        named = {QUERY_TYPE: query_type, BEGIN_INSTANT: begin, END_INSTANT: end}
+        named = {QUERY_TYPE: query_type, BEGIN_INSTANT: begin, END_INSTANT: end,
+                 INCREMENTAL_FORMAT: incremental_format}
         merged = {**self.session.options, **options,
                   **{k: v for k, v in named.items() if v is not None}}
         direct = merged.pop(DIRECT_PARQUET, "true").strip().lower() != "false"

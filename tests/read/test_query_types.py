@@ -121,6 +121,9 @@ def test_the_table_handle_reads_query_types(hudi_session: HudiSession,
         read_incremental(history.table(), history.insert, history.update))
     cdc = handle.read(**{QUERY: "incremental", BEGIN: history.delete, FORMAT: "cdc"})
     assert [r.op for r in cdc.collect()] == ["u"]
+    named = handle.read(query_type="incremental", begin=history.delete,
+                        incremental_format="cdc")
+    assert named.columns == ["op", "ts_ms", "before", "after"] and named.count() == 1
     optimized = handle.read(query_type="read_optimized", columns=["uuid", "fare"])
     assert optimized.columns == ["uuid", "fare"]
     assert fares(optimized.toArrow()) == fares(
