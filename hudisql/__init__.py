@@ -15,6 +15,7 @@ from hudisql.errors import (
     CorruptTableError,
     HudiSqlError,
     MetadataTableError,
+    ReadOptionError,
     SqlParseError,
     TableNotFoundError,
     UnsupportedTableVersionError,
@@ -31,6 +32,7 @@ __all__ = [
     "CorruptTableError",
     "HudiSqlError",
     "MetadataTableError",
+    "ReadOptionError",
     "SqlParseError",
     "TableNotFoundError",
     "UnsupportedTableVersionError",
@@ -40,23 +42,54 @@ __all__ = [
 ]
 
 
-def read_table(path: str, as_of: str | None = None) -> pa.Table:
-    """Read a Hudi table's snapshot (meta columns included) in pure Python, without Spark.
+def read_table(path: str, as_of: str | None = None, *, query_type: str = "snapshot",
+               begin: str | None = None, end: str | None = None,
+               incremental_format: str = "latest_state") -> pa.Table:
+    """Read a Hudi table (meta columns included) in pure Python, without Spark.
 
     Args:
         path: the table's base path (local path or ``scheme://`` URI).
         as_of: an instant time (``yyyyMMddHHmmssSSS``); read the table as of that instant.
+        query_type: Hudi's query types: ``snapshot`` (default), ``read_optimized`` (base
+            files only, log files ignored) or ``incremental`` (the changes of
+            ``(begin, end]``; see :mod:`hudisql.table.incremental`).
+        begin, end: an incremental query's range (``begin``: an instant, a time or
+            ``earliest``; ``end`` defaults to the latest commit).
+        incremental_format: ``latest_state`` (the records as last written in the range) or
+            ``cdc`` (``op``, ``ts_ms``, ``before``, ``after`` per change).
 
     Returns:
-        A ``pyarrow.Table`` with the merged rows of every latest file slice.
+        A ``pyarrow.Table``.
 
     Raises:
         TableNotFoundError: ``path`` is not a Hudi table.
         UnsupportedTableVersionError: the table version is not 6, 8 or 9.
+        ReadOptionError: an unknown query type or format, or a bad range.
     """
     from hudisql.table import HudiTable
 
-    return HudiTable.open(path).read(as_of=as_of)
+    table = HudiTable.open(path)
+    kind = query_type.strip().lower()
+    if kind == "snapshot":
+        return table.read(as_of=as_of)
+    if kind == "read_optimized":
+        return table.read(as_of=as_of, base_files_only=True)
+    if kind != "incremental":
+        raise ReadOptionError(
+            f"query_type={query_type!r} is not one of snapshot, read_optimized, incremental")
+    if as_of is not None:
+        raise ReadOptionError("an incremental read takes end=, not as_of=")
+    fmt = incremental_format.strip().lower()
+    if fmt == "cdc":
+        from hudisql.table.cdc import read_cdc
+
+        return read_cdc(table, begin, end)
+    if fmt != "latest_state":
+        raise ReadOptionError(
+            f"incremental_format={incremental_format!r} is not one of latest_state, cdc")
+    from hudisql.table.incremental import read_incremental
+
+    return read_incremental(table, begin, end)
 
 
 def connect(*args: Any, **kwargs: Any) -> Any:

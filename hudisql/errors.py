@@ -78,3 +78,7 @@ class CatalogUnavailableError(CatalogError):
 
 class MetadataTableError(HudiSqlError):
     """The metadata table (``.hoodie/metadata``) or its configuration is wrong or unusable."""
+
+
+class ReadOptionError(HudiSqlError):
+    """A read's query type, time range or instant does not fit the table (nothing was read)."""

@@ -399,32 +399,51 @@ class HudiTableHandle:
 
         return HudiTable.open(self.path)
 
-    def read(self, as_of: str | None = None, columns: Sequence[str] | None = None,
-             **options: str) -> DataFrame:
-        """The table's snapshot as a Spark DataFrame (meta columns included by default).
+    def read(self, as_of: str | None = None, columns: Sequence[str] | None = None, *,
+             query_type: str | None = None, begin: str | None = None, end: str | None = None,
+             incremental_format: str | None = None, **options: str) -> DataFrame:
+        """The table's snapshot (or another Hudi query type) as a Spark DataFrame.
 
         Args:
             as_of: an instant time; read the table as of that instant (time travel).
             columns: only these columns, in this order: executors then read only them
                 (Python data sources get no column pruning from Spark's optimizer).
-            options: further ``hudi`` data source options.
+            query_type: Hudi's ``hoodie.datasource.query.type``: ``snapshot`` (default),
+                ``read_optimized`` (base files only) or ``incremental``.
+            begin, end: an incremental query's range ``(begin, end]``
+                (``hoodie.datasource.read.begin.instanttime`` / ``...end.instanttime``).
+            incremental_format: ``latest_state`` (default) or ``cdc``
+                (``hoodie.datasource.query.incremental.format``).
+            options: further ``hudi`` data source options (Hudi's names).
 
         Returns:
             A lazy DataFrame of the snapshot as of the time of this call (or ``as_of``).
             Base rows no log block touches are read by Spark's own parquet reader and the
             rest by the ``hudi`` data source (:mod:`hudisql.read.snapshot`); with the option
-            ``hudisql.read.direct.parquet=false`` all of it by the data source.
+            ``hudisql.read.direct.parquet=false`` all of it by the data source. Other query
+            types are read by the data source.
 
         Raises:
             HudiSqlError: a column the table does not have, a malformed ``as_of``.
         """
-        from hudisql.read.options import DIRECT_PARQUET
+        from hudisql.read.options import (
+            BEGIN_INSTANT,
+            DIRECT_PARQUET,
+            END_INSTANT,
+            INCREMENTAL_FORMAT,
+            QUERY_TYPE,
+            SNAPSHOT,
+        )
         from hudisql.read.snapshot import snapshot_frame
 
-        merged = {**self.session.options, **options}
+        named = {QUERY_TYPE: query_type, BEGIN_INSTANT: begin, END_INSTANT: end,
+                 INCREMENTAL_FORMAT: incremental_format}
+        merged = {**self.session.options, **options,
+                  **{k: v for k, v in named.items() if v is not None}}
         direct = merged.pop(DIRECT_PARQUET, "true").strip().lower() != "false"
+        snapshot = merged.get(QUERY_TYPE, SNAPSHOT).strip().lower() == SNAPSHOT
         projection = self._projection(list(columns)) if columns is not None else None
-        if direct:
+        if direct and snapshot:
             frame = snapshot_frame(self.session.spark, self.core(), merged, as_of, projection)
             if frame is not None:
                 return frame

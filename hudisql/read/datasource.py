@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -44,30 +45,39 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPa
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from hudisql.errors import HudiSqlError, TableNotFoundError
+from hudisql.errors import HudiSqlError, ReadOptionError, TableNotFoundError
 from hudisql.read.options import (
+    INCREMENTAL,
     PATH_METADATA_KEY,
+    READ_OPTIMIZED,
     SNAPSHOT_METADATA_KEY,
     TOUCHED,
     ReadOptions,
 )
 from hudisql.read.pruning import PartitionPruner
+from hudisql.table.cdc import CDC_SCHEMA
+from hudisql.table.fsview import base_files_only
+from hudisql.table.incremental import COMMIT_TIME_COLUMN, IncrementalRange
 
 if TYPE_CHECKING:
+    from hudisql.table.cdc import CdcUnit
     from hudisql.table.fsview import FileSlice
     from hudisql.table.table import HudiTable
 
 #: Rows per Arrow batch handed to Spark.
 BATCH_ROWS = 65536
+#: The columns of a CDC query.
+CDC_COLUMNS = CDC_SCHEMA.names
 
 
-def spark_schema(table: HudiTable, path: str) -> StructType:
-    """The Spark schema of ``table`` (meta columns first); returns it.
+def spark_schema(table: HudiTable, path: str, arrow: pa.Schema | None = None) -> StructType:
+    """The Spark schema of ``table`` (meta columns first), or of ``arrow``; returns it.
 
     The first column's metadata carries the base path and the last completed instant
     (the snapshot a ``load(path)`` DataFrame is pinned to).
     """
-    schema = from_arrow_schema(table.schema, prefer_timestamp_ntz=False)
+    schema = from_arrow_schema(table.schema if arrow is None else arrow,
+                               prefer_timestamp_ntz=False)
     fields = list(schema.fields)
     if fields:
         first = fields[0]
@@ -113,7 +123,9 @@ class SliceInput(InputPartition):
     """
 
     def __init__(self, file_slice: FileSlice | None, snapshot: str | None,
-                 head: str | None, log_keys_only: bool = False) -> None:
+                 head: str | None, log_keys_only: bool = False,
+                 commit_range: IncrementalRange | None = None,
+                 cdc: CdcUnit | None = None) -> None:
         super().__init__(file_slice)
         self.file_slice = file_slice
         self.snapshot = snapshot
@@ -121,6 +133,10 @@ class SliceInput(InputPartition):
         #: Only the rows of the keys the slice's logs touch (hudisql.read.snapshot reads
         #: the rest of its base file with Spark's parquet reader).
         self.log_keys_only = log_keys_only
+        #: An incremental query's range: only rows whose commit time lies in it.
+        self.commit_range = commit_range
+        #: A CDC query's unit of work (``file_slice`` is None then).
+        self.cdc = cdc
 
 
 @functools.lru_cache(maxsize=8)
@@ -144,12 +160,14 @@ class HudiReader(DataSourceReader):
         self.partition_filters: list[Filter] = []
         self._pruner: PartitionPruner | None = None
         self._slices: list[FileSlice] | None = None
+        self._range: IncrementalRange | None = None
+        self._cdc_units: list[CdcUnit] = []
 
     def __getstate__(self) -> dict[str, object]:
         # Spark pickles the reader into the read function before partitions(): the slice
         # list and pruner are planning state the read tasks never need.
         state = dict(self.__dict__)
-        state.update(_slices=None, _pruner=None)
+        state.update(_slices=None, _pruner=None, _cdc_units=[])
         return state
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
@@ -161,7 +179,7 @@ class HudiReader(DataSourceReader):
         """
         self.partition_filters = []
         self._pruner = None
-        if not self.options.prune:
+        if not self.options.prune or self.options.is_cdc:
             yield from filters
             return
         table = self._plan()
@@ -184,13 +202,17 @@ class HudiReader(DataSourceReader):
             slices = [s for s in slices
                       if self._pruner.keeps(s.partition_path, self.partition_filters)]
         self._slices = None
+        if self._cdc_units:
+            return [SliceInput(None, self.snapshot, self.head, cdc=unit)
+                    for unit in self._cdc_units]
         named = self.options.slices
         if named is not None:
             slices = [s for s in slices if (s.partition_path, s.file_id) in named]
         if not slices:
             return [SliceInput(None, self.snapshot, self.head)]
         return [SliceInput(s, self.snapshot, self.head,
-                           named is not None and named[(s.partition_path, s.file_id)] == TOUCHED)
+                           named is not None and named[(s.partition_path, s.file_id)] == TOUCHED,
+                           commit_range=self._range)
                 for s in slices]
 
     def _plan(self) -> HudiTable:
@@ -201,23 +223,54 @@ class HudiReader(DataSourceReader):
         table = _open_path(self.options.path)
         head = table.timeline.last_completed()
         self.head = head.timestamp if head is not None else None
+        if self.options.query_type == INCREMENTAL:
+            self._plan_incremental(table)
+            return table
         self.snapshot = self.options.as_of or self.options.pinned or self.head
         self._slices = [] if self.snapshot is None else list(table.file_slices(as_of=self.snapshot))
+        if self.options.query_type == READ_OPTIMIZED:
+            # Base files alone: log files are ignored, and slices of logs only hold no rows.
+            self._slices = base_files_only(self._slices)
         return table
+
+    def _plan_incremental(self, table: HudiTable) -> None:
+        from hudisql.table.cdc import cdc_units
+        from hudisql.table.incremental import incremental_slices, resolve_range
+
+        options = self.options
+        rng = resolve_range(table, options.begin, options.end,
+                            full_scan_fallback=options.full_scan_fallback,
+                            latest=options.pinned or self.head)
+        self.snapshot = rng.end
+        if options.is_cdc:
+            self._slices = []
+            self._cdc_units = cdc_units(table, rng)
+        else:
+            # Each input partition carries the bounds only, not the range's file groups.
+            self._range = replace(rng, instants=(), file_groups=None)
+            self._slices = incremental_slices(table, rng)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The merged rows of one file slice as Arrow batches in Spark's schema."""
         assert isinstance(partition, SliceInput)
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        if partition.cdc is not None:
+            from hudisql.table.cdc import read_cdc_unit
+
+            changes = read_cdc_unit(_open_table(self.options.path, partition.head), partition.cdc)
+            yield from conform(changes, target).to_batches(max_chunksize=BATCH_ROWS)
+            return
         if partition.file_slice is None:
             return
         table = _open_table(self.options.path, partition.head)
-        yield from read_slice_batches(table, partition.file_slice, partition.snapshot,
-                                      to_arrow_schema(self.schema, timezone="UTC"),
-                                      log_keys_only=partition.log_keys_only)
+        yield from read_slice_batches(table, partition.file_slice, partition.snapshot, target,
+                                      log_keys_only=partition.log_keys_only,
+                                      commit_range=partition.commit_range)
 
 
 def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | None,
-                       target: pa.Schema, log_keys_only: bool = False
+                       target: pa.Schema, log_keys_only: bool = False,
+                       commit_range: IncrementalRange | None = None
                        ) -> Iterator[pa.RecordBatch]:
     """The rows of ``file_slice`` as of ``snapshot`` as batches of ``target``'s columns.
 
@@ -225,6 +278,7 @@ def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | 
     group, reading only the columns ``target`` names. Otherwise the table core's streamed
     merge reads the same way (plus the record key and ordering field), batch by batch.
     ``log_keys_only``: only the merged rows of the keys the slice's logs touch.
+    ``commit_range``: only the rows whose ``_hoodie_commit_time`` lies in it.
 
     Raises:
         HudiSqlError: a column does not convert to the type Spark declares.
@@ -235,28 +289,47 @@ def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | 
         with table.storage.open_input_file(base.path) as f:
             parquet = pq.ParquetFile(f)
             present = set(parquet.schema_arrow.names)
-            columns = [name for name in target.names if name in present]
+            columns = _with_commit_time([n for n in target.names if n in present], commit_range)
             for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns,
                                               use_threads=False):
-                yield from conform(pa.Table.from_batches([batch]), target).to_batches()
+                rows = _in_range(pa.Table.from_batches([batch]), commit_range)
+                yield from conform(rows, target).to_batches()
         return
     from hudisql.table.merge import stream_file_slice
 
     schema = table.schema_as_of(snapshot)
-    columns = [name for name in target.names if name in schema.names]
+    columns = _with_commit_time([n for n in target.names if n in schema.names], commit_range)
     # The logs are decoded up front; the base file then streams batch by batch, so the
     # first merged rows reach Spark before the slice is read to its end.
     chunks, _ = stream_file_slice(table.storage, table.properties, table.timeline, file_slice,
                                   as_of=snapshot, columns=columns, schema=schema,
                                   batch_rows=BATCH_ROWS, log_keys_only=log_keys_only)
     for chunk in chunks:
-        yield from conform(chunk, target).to_batches(max_chunksize=BATCH_ROWS)
+        yield from conform(_in_range(chunk, commit_range),
+                           target).to_batches(max_chunksize=BATCH_ROWS)
+
+
+def _with_commit_time(columns: list[str], commit_range: IncrementalRange | None) -> list[str]:
+    """``columns``, plus the commit time when an incremental range is decided by it."""
+    if commit_range is None or COMMIT_TIME_COLUMN in columns:
+        return columns
+    return [*columns, COMMIT_TIME_COLUMN]
+
+
+def _in_range(rows: pa.Table, commit_range: IncrementalRange | None) -> pa.Table:
+    """The rows of ``rows`` written in ``commit_range`` (all of them without one)."""
+    if commit_range is None:
+        return rows
+    return rows.filter(commit_range.row_filter(rows.column(COMMIT_TIME_COLUMN)))
 
 
 class HudiDataSource(DataSource):
     """The ``hudi`` format: reads Hudi tables (v6, v8, v9) by base path or catalog name.
 
     Options: ``path`` (the base path, or LOCATION), ``as.of.instant`` (time travel),
+    Hudi's ``hoodie.datasource.query.type`` (``snapshot``, ``read_optimized``,
+    ``incremental`` with ``hoodie.datasource.read.begin.instanttime``, ``...end.instanttime``
+    and ``hoodie.datasource.query.incremental.format`` ``latest_state`` or ``cdc``),
     ``hudisql.read.partition.pruning`` (``true`` prunes slices by pushed partition filters:
     only for a DataFrame that serves a single query).
     """
@@ -267,14 +340,41 @@ class HudiDataSource(DataSource):
         return "hudi"
 
     def schema(self) -> StructType:
-        """The table's schema, meta columns first; raises TableNotFoundError without a table."""
+        """The table's schema, meta columns first (a CDC query: Hudi's CDC columns).
+
+        Raises:
+            TableNotFoundError: no table at the path.
+            ReadOptionError: a bad query type or incremental range (checked here, at
+                ``load()``, so that nothing is planned for it). ``as.of.instant`` is not
+                held to the timeline here: hudisql's own reads pass it the snapshot they
+                planned (SQL's ``TIMESTAMP AS OF`` is checked before it gets here).
+        """
         options = ReadOptions.parse(self.options, None)
         table = _open_path(options.path)
+        if options.query_type == INCREMENTAL:
+            from hudisql.table.incremental import resolve_range
+
+            resolve_range(table, options.begin, options.end,
+                          full_scan_fallback=options.full_scan_fallback)
+            if options.is_cdc:
+                return spark_schema(table, options.path, CDC_SCHEMA)
         return spark_schema(table, options.path)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        """A reader of this table in ``schema`` (the catalog's or the table's own)."""
-        return HudiReader(ReadOptions.parse(self.options, schema), schema)
+        """A reader of this table in ``schema`` (the catalog's or the table's own).
+
+        Raises:
+            ReadOptionError: a CDC query on a relation whose schema is the table's (a catalog
+                table's ``WITH (...)`` options): its rows would not fit.
+        """
+        options = ReadOptions.parse(self.options, schema)
+        if options.is_cdc and schema.fieldNames() != CDC_COLUMNS:
+            raise ReadOptionError(
+                f"a CDC query returns the columns {', '.join(CDC_COLUMNS)}, not the table's: "
+                f"query it with hudi_table_changes('<table>', 'cdc', '<begin>') or "
+                f"spark.read.format('hudi').load('{options.path}'), not with a catalog "
+                "table's options")
+        return HudiReader(options, schema)
 
 
 def _open_path(path: str) -> HudiTable:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyspark.sql.types import StructType
 
-from hudisql.errors import HudiSqlError, TableNotFoundError
+from hudisql.errors import HudiSqlError, ReadOptionError, TableNotFoundError
+from hudisql.table.incremental import FULL_SCAN_FALLBACK
 
 #: The field-metadata key the data source's schema carries the base path in.
 PATH_METADATA_KEY = "hudi.path"
@@ -27,6 +27,16 @@ PARTITION_PRUNING = "hudisql.read.partition.pruning"
 #: rows no log touches (:mod:`hudisql.read.snapshot`); ``false`` reads through the data
 #: source alone.
 DIRECT_PARQUET = "hudisql.read.direct.parquet"
+#: Hudi's query type option: ``snapshot`` (default), ``read_optimized`` (base files only)
+#: or ``incremental`` (:mod:`hudisql.table.incremental`).
+QUERY_TYPE = "hoodie.datasource.query.type"
+SNAPSHOT, READ_OPTIMIZED, INCREMENTAL = "snapshot", "read_optimized", "incremental"
+#: An incremental query's range: begin exclusive, end inclusive.
+BEGIN_INSTANT = "hoodie.datasource.read.begin.instanttime"
+END_INSTANT = "hoodie.datasource.read.end.instanttime"
+#: An incremental query's output: ``latest_state`` (default) or ``cdc``.
+INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
+LATEST_STATE, CDC = "latest_state", "cdc"
 #: Internal (set by :mod:`hudisql.read.snapshot`): JSON ``{"touched": [[partition, file id],
 #: ...], "whole": [...]}``; only these file slices are read, the ``touched`` ones for the
 #: rows of the keys their logs touch only.
@@ -34,37 +44,26 @@ SLICES = "hudisql.read.slices"
 #: What a slice named by :data:`SLICES` is read for.
 TOUCHED, WHOLE = "touched", "whole"
 
-_DIGITS = re.compile(r"^\d{14}(\d{3})?$")
-_DATETIME = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?)?$"
-)
-
-
 def normalize_instant(text: str) -> str:
     """An instant given as ``yyyyMMddHHmmss[SSS]`` or ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``.
 
     Returns:
-        The 17-digit instant time. A time to the second means its whole second (``999``
-        milliseconds, as Hudi and :func:`hudisql.table.table.normalize_as_of` take it); a
-        date alone means its start.
+        The 17-digit instant time (see :func:`hudisql.table.table.normalize_as_of`: a time
+        to the second means its whole second, a date alone its start).
 
     Raises:
         HudiSqlError: ``text`` is neither form.
     """
-    value = text.strip()
-    if _DIGITS.match(value):
-        return value if len(value) == 17 else value + "999"
-    match = _DATETIME.match(value)
-    if match:
-        year, month, day, hour, minute, second, millis = match.groups()
-        if millis is None:
-            millis = "999" if hour is not None else "000"
-        millis = millis.ljust(3, "0")
-        return f"{year}{month}{day}{hour or '00'}{minute or '00'}{second or '00'}{millis}"
-    raise HudiSqlError(
-        f"option {AS_OF_INSTANT}={text!r} is not an instant: give yyyyMMddHHmmssSSS "
-        "(as SHOW TIMELINE prints it) or 'yyyy-MM-dd HH:mm:ss.SSS' (UTC)"
-    )
+    from hudisql.table.table import normalize_as_of
+
+    try:
+        instant = normalize_as_of(text)
+    except HudiSqlError as exc:
+        raise HudiSqlError(
+            f"option {AS_OF_INSTANT}={text!r} is not an instant: give yyyyMMddHHmmssSSS "
+            "(as SHOW TIMELINE prints it) or 'yyyy-MM-dd HH:mm:ss.SSS' (UTC)") from exc
+    assert instant is not None
+    return instant
 
 
 @dataclass(frozen=True)
@@ -82,6 +81,16 @@ class ReadOptions:
     pinned: str | None = None
     #: (partition path, file id) -> TOUCHED | WHOLE: read only these slices (see SLICES).
     slices: Mapping[tuple[str, str], str] | None = None
+    query_type: str = SNAPSHOT
+    begin: str | None = None
+    end: str | None = None
+    incremental_format: str = LATEST_STATE
+    full_scan_fallback: bool = False
+
+    @property
+    def is_cdc(self) -> bool:
+        """True for an incremental query in CDC format (its rows are change records)."""
+        return self.query_type == INCREMENTAL and self.incremental_format == CDC
 
     @classmethod
     def parse(cls, options: Mapping[str, str], schema: StructType | None) -> ReadOptions:
@@ -112,11 +121,31 @@ class ReadOptions:
         if path.startswith("file:/") and not path.startswith("file://"):
             path = path.removeprefix("file:")
         as_of = lowered.get(AS_OF_INSTANT)
-        prune = lowered.get(PARTITION_PRUNING, "false").strip().lower()
-        if prune not in ("true", "false"):
-            raise HudiSqlError(f"option {PARTITION_PRUNING}={prune!r} must be true or false")
+        query_type = _choice(lowered, QUERY_TYPE, (SNAPSHOT, READ_OPTIMIZED, INCREMENTAL))
+        if as_of and query_type == INCREMENTAL:
+            raise ReadOptionError(
+                f"options {AS_OF_INSTANT} and {QUERY_TYPE}={INCREMENTAL} do not go together: "
+                f"an incremental query reads up to {END_INSTANT}; give that instead")
         return cls(path=path, as_of=normalize_instant(as_of) if as_of else None,
-                   prune=prune == "true", pinned=pinned, slices=_slices(lowered.get(SLICES)))
+                   prune=_choice(lowered, PARTITION_PRUNING, ("false", "true")) == "true",
+                   pinned=pinned, slices=_slices(lowered.get(SLICES)), query_type=query_type,
+                   begin=lowered.get(BEGIN_INSTANT), end=lowered.get(END_INSTANT),
+                   incremental_format=_choice(lowered, INCREMENTAL_FORMAT, (LATEST_STATE, CDC)),
+                   full_scan_fallback=_choice(lowered, FULL_SCAN_FALLBACK,
+                                              ("false", "true")) == "true")
+
+
+def _choice(options: Mapping[str, str], key: str, allowed: tuple[str, ...]) -> str:
+    """Option ``key`` (lower-cased), one of ``allowed`` (the first is the default).
+
+    Raises:
+        ReadOptionError: another value.
+    """
+    value = options.get(key.lower(), allowed[0]).strip().lower()
+    if value not in allowed:
+        raise ReadOptionError(
+            f"option {key}={value!r} is not one of {', '.join(allowed)}; give one of those")
+    return value
 
 
 def _slices(text: str | None) -> dict[tuple[str, str], str] | None:

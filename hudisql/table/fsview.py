@@ -18,7 +18,7 @@ import bisect
 import posixpath
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hudisql.table.filenames import BaseFileName, LogFileName
 from hudisql.table.instant import Action
@@ -34,6 +34,7 @@ __all__ = [
     "FileSystemView",
     "LogFile",
     "VisibleInstants",
+    "base_files_only",
 ]
 
 #: Every partition directory holds this file (or ``<name>.<ext>`` when written in base format).
@@ -332,6 +333,12 @@ class FileSystemView:
         find = bisect.bisect_right if self._log_names_writer else bisect.bisect_left
         index = find(ordered, instant)
         return ordered[index - 1] if index else None
+
+
+def base_files_only(slices: Iterable[FileSlice]) -> list[FileSlice]:
+    """Hudi's read-optimized view of ``slices``: each base file alone, log files ignored
+    (a slice of log files only holds no base rows and is left out)."""
+    return [replace(s, log_files=()) for s in slices if s.base_file is not None]
 
 
 def _is_hidden_path(directory: str) -> bool:

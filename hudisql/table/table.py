@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from hudisql.errors import CorruptTableError, HudiSqlError
 from hudisql.table.fsview import FileSlice, FileSystemView
+from hudisql.table.fsview import base_files_only as base_files_only_view
 from hudisql.table.merge import read_file_slice
 from hudisql.table.properties import TableProperties
 from hudisql.table.schema import avro_to_arrow, with_meta_fields
@@ -25,15 +26,17 @@ from hudisql.table.timeline import Timeline
 
 __all__ = ["HudiTable", "normalize_as_of"]
 
-# yyyy-MM-dd[ T]HH:mm:ss[.SSS], the other spelling Hudi accepts for time travel.
-_ISO_INSTANT = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?$")
+# yyyy-MM-dd[[ T]HH:mm:ss[.SSS]], the other spelling Hudi accepts for time travel.
+_ISO_INSTANT = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?)?$")
 
 
 def normalize_as_of(as_of: str | None) -> str | None:
     """``as_of`` as a 17-digit instant time, or None.
 
     Accepts ``yyyyMMddHHmmssSSS``, ``yyyyMMddHHmmss`` (the whole second: ``999`` is added,
-    as Hudi does) and ``yyyy-MM-dd HH:mm:ss[.SSS]``.
+    as Hudi does), ``yyyy-MM-dd HH:mm:ss[.SSS]`` (likewise) and ``yyyy-MM-dd`` (the start
+    of that day).
 
     Raises:
         HudiSqlError: ``as_of`` has none of these forms.
@@ -48,10 +51,12 @@ def normalize_as_of(as_of: str | None) -> str | None:
     m = _ISO_INSTANT.match(text)
     if m:
         *date_time, millis = m.groups()
+        if date_time[3] is None:
+            return "".join(date_time[:3]) + "000000000"
         return "".join(date_time) + (millis.ljust(3, "0") if millis else "999")
     raise HudiSqlError(
         f"as_of={as_of!r} is not an instant time: give yyyyMMddHHmmssSSS (e.g. "
-        "20250331030645735) or 'yyyy-MM-dd HH:mm:ss[.SSS]'"
+        "20250331030645735), 'yyyy-MM-dd HH:mm:ss[.SSS]' or 'yyyy-MM-dd'"
     )
 
 
@@ -169,13 +174,16 @@ class HudiTable:
         return [s for p in partitions for s in view.latest_file_slices(p)]
 
     def read(
-        self, as_of: str | None = None, columns: Sequence[str] | None = None
+        self, as_of: str | None = None, columns: Sequence[str] | None = None, *,
+        base_files_only: bool = False,
     ) -> pa.Table:
         """Read the table's snapshot (or its state as of ``as_of``) into Arrow.
 
         Args:
             as_of: an instant time; see :func:`normalize_as_of` for accepted forms.
             columns: the columns to return, in that order (default: all, meta columns first).
+            base_files_only: Hudi's read-optimized query: each slice's base file alone (log
+                files ignored; slices of log files only hold no rows).
 
         Returns:
             A ``pyarrow.Table`` of the merged rows of every latest file slice.
@@ -204,7 +212,8 @@ class HudiTable:
                 schema=schema,
                 visible=view.visible,
             )
-            for file_slice in view.latest_file_slices()
+            for file_slice in (base_files_only_view(view.latest_file_slices())
+                               if base_files_only else view.latest_file_slices())
         ]
         if not tables:
             empty = schema.empty_table()

@@ -181,9 +181,6 @@ PARTITIONED BY (city);
     assert rs_fares(session.table("hudi_table").path) == merged
 
 
-@pytest.mark.xfail(strict=True, reason="needs issue 15's read side (incremental query type, "
-                   "TIMESTAMP AS OF, hudi_table_changes), built by another helper in parallel; "
-                   "drop this mark when it is merged")
 def test_quickstart_read_side_steps(session: HudiSession, tmp_path: Path) -> None:
     spark = session.spark
     basePath = f"file://{tmp_path}/trips_table"
