@@ -34,7 +34,7 @@ from hudisql.table.properties import parse_properties
 from hudisql.table.reconcile import BLOCK_ATTEMPT_STAT_KEY, COMMITTED_LOG_FILES_KEY
 from hudisql.table.storage import Storage
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.txn.writer import WriteClient, create_table
 from tests.fixtures import copy_table, table_path
 
 # docs/FORMAT.md's log file regex, and the base file / file id / timeline names it describes.
