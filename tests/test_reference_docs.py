@@ -198,8 +198,9 @@ def configuration_keys() -> dict[str, str]:
 
 
 def is_module(name: str) -> bool:
-    """Whether ``name`` is a module of this repository (``"hudisql.demo"``) or a name in one
-    (``"hudisql.txn.lock.FileLockProvider"``), not a key."""
+    """Whether ``name`` names a module of this repository (``"hudisql.demo"``) or a class or
+    function in one (``"hudisql.txn.lock.FileLockProvider"``, a lock provider's dotted path),
+    not a key."""
     parts = name.split(".")
     path = REPO.joinpath(*parts)
     if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
