@@ -198,15 +198,18 @@ def configuration_keys() -> dict[str, str]:
 
 
 def is_module(name: str) -> bool:
-    """Whether ``name`` names a module of this repository (``"hudisql.demo"``) or a name in
-    one (``"hudisql.txn.lock.FileLockProvider"``, a lock provider's dotted path), not a key."""
+    """Whether ``name`` names a module of this repository (``"hudisql.demo"``) or a class or
+    function in one (``"hudisql.txn.lock.FileLockProvider"``, a lock provider's dotted path),
+    not a key."""
     parts = name.split(".")
-    ends = [len(parts)] + ([len(parts) - 1] if parts[-1][:1].isupper() else [])
-    for end in ends:
-        path = REPO.joinpath(*parts[:end])
-        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
-            return True
-    return False
+    path = REPO.joinpath(*parts)
+    if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+        return True
+    module = REPO.joinpath(*parts[:-1])
+    source = module.with_suffix(".py") if module.with_suffix(".py").is_file() else (
+        module / "__init__.py")
+    defines = re.compile(rf"^(class |def ){re.escape(parts[-1])}\b", re.M)
+    return source.is_file() and defines.search(source.read_text()) is not None
 
 
 def configuration_problems(entries: list[Section], keys: dict[str, str]) -> list[str]:
@@ -249,6 +252,7 @@ def test_every_configuration_key_has_a_row_with_its_default(entries: list[Sectio
     assert {"hoodie.write.lock.provider", "hudisql.read.partition.pruning",
             "hudisql.log.level"} <= keys.keys()
     assert "hudisql.demo" not in keys and "hoodie.properties.backup" not in keys
+    assert "hudisql.txn.lock.FileLockProvider" not in keys
     assert configuration_problems(entries, keys) == []
 
 
