@@ -92,7 +92,7 @@ def _file_time(files: list[Instant], state: State) -> datetime | None:
     return next((f.modification_time for f in files if f.state == state), None)
 
 
-def _rollback_links(timeline: Timeline) -> tuple[dict[str, list[str]], dict[str, str]]:
+def rollback_links(timeline: Timeline) -> tuple[dict[str, list[str]], dict[str, str]]:
     """Rollback instant -> the instants it rolls back; rolled-back instant -> its rollback."""
     rolls: dict[str, list[str]] = {}
     rolled_by: dict[str, str] = {}
@@ -136,7 +136,7 @@ def timeline_rows(table: HudiTable, limit: int | None = None) -> list[TimelineRo
     instants = sorted(timeline.instants, reverse=True)
     if limit is not None:
         instants = instants[:limit]
-    rolls, rolled_by = _rollback_links(timeline)
+    rolls, rolled_by = rollback_links(timeline)
     rows = []
     for instant in instants:
         files = timeline.instant_files(instant.timestamp)
