@@ -50,7 +50,7 @@ from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from hudisql.errors import WriteError
-from hudisql.progress import Progress, progress_sink
+from hudisql.progress import Progress, ProgressSink, progress_sink
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import new_file_id, write_token
 from hudisql.table.fsview import FileSlice
@@ -332,14 +332,19 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
 
 
 class SparkWriter:
-    """Writes DataFrames to one Hudi table (version 6) as Spark jobs, one commit per call."""
+    """Writes DataFrames to one Hudi table (version 6) as Spark jobs, one commit per call.
+
+    Each write reports its progress (steps, file slices started) to ``progress``, else to
+    the sink the ``hudisql.progress`` option picks (:func:`hudisql.progress.progress_sink`).
+    """
 
     def __init__(self, spark: SparkSession, path: str, options: Mapping[str, str] | None = None,
-                 on_step: StepHook | None = None) -> None:
+                 on_step: StepHook | None = None, progress: ProgressSink | None = None) -> None:
         self.spark = spark
         self.path = path
         self.options = dict(options or {})
         self.on_step = on_step
+        self.progress = progress
 
     def write(self, df: DataFrame, operation: str,
               expressions: Mapping[str, str] | None = None) -> WriteResult:
@@ -378,7 +383,8 @@ class SparkWriter:
             raise WriteError(f"table {spec.name}: expression writes are upserts to "
                              f"merge-on-read tables; this is {op} to a "
                              f"{'merge-on-read' if spec.is_mor else 'copy-on-write'} table")
-        progress = Progress(f"{op} {spec.name}", progress_sink(self.options), steps=3)
+        progress = Progress(f"{op} {spec.name}", self.progress or progress_sink(self.options),
+                            steps=3)
         with progress:
             # Staging and its checks run before the instant opens: a refusal leaves no trace.
             progress.stage("staging records")
