@@ -158,18 +158,20 @@ def timeline_figure(instants: list[ChartInstant], title: str) -> Figure:
                           textcoords="offset points", fontsize=7, rotation=25,
                           color="#333333")
     axes.set_yticks(range(len(lanes)), [f"{table} · {action}" for table, action in lanes])
-    axes.set_ylim(-0.7, len(lanes) - 0.1)
+    axes.set_ylim(-0.7, len(lanes) - 0.05)
     axes.xaxis_date()
+    locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
+    axes.xaxis.set_major_locator(locator)
     axes.xaxis.set_major_formatter(
-        mdates.DateFormatter("%H:%M:%S"))  # type: ignore[no-untyped-call]
+        mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     axes.set_xlabel("time (UTC)")
     axes.grid(axis="x", alpha=0.3)
     if instants:
         axes.margins(x=0.05)
     handles = [Line2D([0], [0], marker="o", color=c, linestyle="none", label=s)
                for s, c in STATE_COLOURS.items()]
-    axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8,
-                frameon=False)
+    figure.legend(handles=handles, loc="outside upper right", ncols=len(handles), fontsize=8,
+                  frameon=False)
     axes.set_title(title, loc="left", fontsize=11)
     return figure
 
