@@ -242,6 +242,9 @@ class TimelineChart:
     def _repr_png_(self) -> bytes:
         return self.png()
 
+    def __repr__(self) -> str:
+        return f"TimelineChart({self.title!r}, {len(self.instants)} instants)"
+
 
 def timeline_chart(table: HudiTable | str, title: str | None = None) -> TimelineChart:
     """The timeline chart of ``table`` (a HudiTable or a base path) and its metadata table.
