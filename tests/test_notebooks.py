@@ -80,8 +80,8 @@ def check_concurrency(cells: list[nbformat.NotebookNode]) -> None:
     assert "statuses: [(1, 'shipped'), (2, 'shipped'), (3, 'shipped'), (4, 'new')]" in text
     assert "RFC-82 case 8" in text and "columns added: discount" in text
     assert "columns: ['id', 'status', 'amount', 'region', 'ts', 'note']\n" in text
-    assert "order 2: shipped, note=fragile\n" in text
-    assert "order 4: shipped, note=None\n" in text
+    assert "order 2: shipped, note=None, priority=1\n" in text
+    assert "order 4: shipped, note=fragile, priority=None\n" in text
     rolled = re.search(r"rolled back: \[(.*)\]", text)
     assert rolled is not None and len(rolled.group(1).split(",")) == 2
     assert "<image/png>" in text
@@ -91,10 +91,15 @@ def check_catalog(cells: list[nbformat.NotebookNode]) -> None:
     text = text_of(cells)
     assert "the same catalog file: True\n" in text
     assert "two sees total balance 150.0\n" in text
-    assert "after five reads: hits=4 misses=1 hit rate=0.80\n" in text
+    assert "after five reads: hits=4 misses=1 refreshes=0 hit rate=0.80\n" in text
+    # one's writes: two's next statement misses (a refresh), and sees the new balances.
     assert "two sees total balance 150.0, ada has 70.0\n" in text
-    assert re.search(r"after one's writes: hits=\d+ misses=2 ", text)
-    assert "'currency']" in text
+    assert "after one's writes: hits=5 misses=2 refreshes=1 hit rate=0.71\n" in text
+    # with the change log applied, the new version is a hit.
+    assert re.search(r"two applied [1-9]\d* events; bob has 85.0\n", text)
+    assert "after syncing: hits=6 misses=2 refreshes=1 hit rate=0.75\n" in text
+    assert "two sees columns: ['id', 'owner', 'balance', 'ts', 'currency']\n" in text
+    assert "after the schema change: hits=6 misses=3 refreshes=2" in text
     assert "<th>currency</th>" in text and "2 rows" in text
 
 
