@@ -9,6 +9,7 @@ the figures the notebook prints are checked. Committed notebooks carry no output
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -128,3 +129,21 @@ def test_committed_notebooks_carry_no_outputs() -> None:
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
     CHECKS[name](run(name, tmp_path))
+
+
+def test_the_strip_script_removes_outputs(tmp_path: Path) -> None:
+    sys.path.insert(0, str(NOTEBOOKS.parent / "scripts"))
+    try:
+        from strip_notebooks import strip
+    finally:
+        sys.path.pop(0)
+    path = tmp_path / "run.ipynb"
+    notebook = nbformat.read(NOTEBOOKS / "quickstart.ipynb", as_version=4)
+    code = next(c for c in notebook.cells if c.cell_type == "code")
+    code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="rows now: 5\n")]
+    code.execution_count = 3
+    nbformat.write(notebook, path)
+    assert strip(path) and not strip(path)
+    stripped = nbformat.read(path, as_version=4)
+    assert all(c.outputs == [] and c.execution_count is None
+               for c in stripped.cells if c.cell_type == "code")
