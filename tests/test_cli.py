@@ -140,7 +140,8 @@ def test_interactive_shell_through_a_pseudo_terminal(tmp_path: Path) -> None:
         shell.expect(r"\r\x1b\[K\w+ p · step 1/3 staging records · [0-9.]+ s")
         shell.expect(r"\r\x1b\[K\w+ p · step 2/3 writing file slices · [0-9]+/[0-9]+ slices")
         shell.expect(r"\r\x1b\[K\w+ p · step 3/3 committing")
-        shell.expect(r"\r\x1b\[K(\r\n)*Time taken: ")
+        shell.expect(r"\r\x1b\[K\+-+\+\r\n\| num_affected_rows")  # erased, then the result
+        shell.expect_exact("Time taken: ")
         shell.expect_exact("hudisql> ")
         shell.sendline("exit;")
         shell.expect(pexpect.EOF)
