@@ -4,7 +4,7 @@ A long job (a large write, an index build, a compaction) makes a :class:`Progres
 each step with :meth:`Progress.stage` (with the number of file slices it will handle when
 known) and reports slices as they finish with :meth:`Progress.advance` or
 :meth:`Progress.update`. A *sink* shows the updates: :func:`progress_sink` picks one from
-the ``hudisql.progress`` option (``auto`` by default):
+the ``hudisql.progress.display`` option (``auto`` by default):
 
 - in a notebook kernel, one display updated in place (:class:`NotebookSink`);
 - in CI (``CI`` set), nothing;
@@ -31,7 +31,7 @@ from typing import Any, TextIO
 from hudisql.errors import HudiSqlError
 
 #: The option choosing how progress is shown: auto, off, terminal, lines, notebook.
-PROGRESS_OPTION = "hudisql.progress"
+PROGRESS_OPTION = "hudisql.progress.display"
 PROGRESS_MODES = ("auto", "off", "terminal", "lines", "notebook")
 #: Seconds between two updates within one step (step changes are always shown).
 MIN_INTERVAL = 0.2
@@ -87,7 +87,7 @@ ProgressSink = Callable[[ProgressUpdate], None]
 
 
 def no_progress(update: ProgressUpdate) -> None:
-    """The sink that shows nothing (CI, ``hudisql.progress=off``)."""
+    """The sink that shows nothing (CI, ``hudisql.progress.display=off``)."""
 
 
 class TerminalSink:
@@ -152,7 +152,7 @@ def _in_notebook() -> bool:
 
 
 def progress_sink(options: Mapping[str, str] | None = None) -> ProgressSink:
-    """The sink the ``hudisql.progress`` option asks for (see the module docstring).
+    """The sink the ``hudisql.progress.display`` option asks for (see the module docstring).
 
     Raises:
         HudiSqlError: an unknown mode.

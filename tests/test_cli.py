@@ -116,7 +116,7 @@ def test_file_stops_at_the_first_error_with_status_1(tmp_path: Path) -> None:
 def test_interactive_shell_through_a_pseudo_terminal(tmp_path: Path) -> None:
     shell = pexpect.spawn(
         sys.executable, ["-m", "hudisql.cli", "--warehouse", str(tmp_path / "wh"),
-                         "--conf", "hudisql.progress=terminal"],  # CI would turn it off
+                         "--conf", "hudisql.progress.display=terminal"],  # CI would turn it off
         cwd=str(tmp_path), env=env_for(tmp_path), encoding="utf-8", timeout=STARTUP,
         dimensions=(40, 200))
     try:

@@ -114,16 +114,16 @@ def test_notebook_html_has_a_bar_when_the_total_is_known() -> None:
 
 
 def test_sink_choice(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert progress_sink({"hudisql.progress": "off"}) is no_progress
-    assert isinstance(progress_sink({"hudisql.progress": "lines"}), StageLineSink)
-    assert isinstance(progress_sink({"hudisql.progress": "Terminal"}), TerminalSink)
-    assert isinstance(progress_sink({"hudisql.progress": "notebook"}), NotebookSink)
+    assert progress_sink({"hudisql.progress.display": "off"}) is no_progress
+    assert isinstance(progress_sink({"hudisql.progress.display": "lines"}), StageLineSink)
+    assert isinstance(progress_sink({"hudisql.progress.display": "Terminal"}), TerminalSink)
+    assert isinstance(progress_sink({"hudisql.progress.display": "notebook"}), NotebookSink)
     monkeypatch.setenv("CI", "true")
     assert progress_sink() is no_progress  # CI: nothing, whatever stderr is
     monkeypatch.setenv("CI", "")
     assert isinstance(progress_sink(), StageLineSink)  # pytest's stderr is not a terminal
     with pytest.raises(HudiSqlError, match="'bars' is not a progress mode; use one of auto"):
-        progress_sink({"hudisql.progress": "bars"})
+        progress_sink({"hudisql.progress.display": "bars"})
 
 
 def test_slices_started_are_counted_from_markers(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def started_file_groups(storage: Storage, instant_time: str) -> int:
 class MarkerWatch:
     """While open, reports the file groups a write has started to ``progress`` (a thread).
 
-    Nothing is listed when ``progress`` shows nothing (CI, ``hudisql.progress=off``).
+    Nothing is listed when ``progress`` shows nothing (CI, ``hudisql.progress.display=off``).
     """
 
     def __init__(self, progress: Progress, storage: Storage, instant_time: str,

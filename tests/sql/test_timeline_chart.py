@@ -21,7 +21,7 @@ from hudisql.sql.inspect import TableInspector
 from hudisql.sql.timeline_chart import ChartInstant, timeline_chart
 from hudisql.table.instant import Action
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.txn.writer import WriteClient, create_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("city", pa.string())])
 

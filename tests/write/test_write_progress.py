@@ -50,7 +50,7 @@ def test_a_refused_write_ends_as_failed(
 def test_an_unknown_progress_mode_is_refused_before_anything_is_written(
         hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
     handle = new_table("COPY_ON_WRITE")
-    writer = SparkWriter(hudi_session.spark, handle.path, {"hudisql.progress": "loud"})
+    writer = SparkWriter(hudi_session.spark, handle.path, {"hudisql.progress.display": "loud"})
     with pytest.raises(HudiSqlError, match="'loud' is not a progress mode"):
         writer.write(hudi_session.spark.createDataFrame(ROWS, COLUMNS), "insert")
     assert handle.core().timeline.instants == []
