@@ -23,8 +23,8 @@ from matplotlib import dates as mdates
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from hudisql.errors import CorruptTableError, HudiSqlError, TableNotFoundError
-from hudisql.sql.timeline import rollback_links, timeline_rows
+from hudisql.errors import HudiSqlError, TableNotFoundError
+from hudisql.sql.timeline import rollback_links, rollback_targets, timeline_rows
 from hudisql.table.instant import Action, parse_instant_time
 from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
@@ -65,18 +65,9 @@ def _rolled_back_actions(timeline: Timeline) -> dict[str, str]:
     """Rolled-back instant time -> its action, as rollback plans and metadata name them."""
     actions: dict[str, str] = {}
     for instant in timeline.instants:
-        if instant.action != Action.ROLLBACK:
-            continue
-        try:
-            if instant.is_completed:
-                for info in timeline.rollback_metadata(instant).instants_rollback:
-                    actions[info.commit_time] = info.action
-            else:
-                target = timeline.rollback_plan(instant.timestamp).instant_to_rollback
-                if target is not None:
-                    actions[target.commit_time] = target.action
-        except (CorruptTableError, FileNotFoundError):
-            continue
+        if instant.action == Action.ROLLBACK:
+            named = rollback_targets(timeline, instant).items()
+            actions.update((time, action) for time, action in named if action)
     return actions
 
 
