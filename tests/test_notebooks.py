@@ -66,6 +66,7 @@ def check_quickstart(cells: list[nbformat.NotebookNode]) -> None:
     assert 'class="hudisql-progress"' in progress and "upsert trips · step 3/3" in progress
     assert "done" in progress
     assert "instants drawn: 4\n" in text and "<image/png>" in text
+    assert "timeline.html names 4 of 4 instants\n" in text  # written by `hudisql timeline`
     assert "4 rows" in next(outputs(c) for c in cells if "SHOW TIMELINE" in c.source)
     assert "rows as of the first commit: 6\n" in text
     assert "fare of t1 as of the first commit: 19.1\n" in text
