@@ -60,6 +60,9 @@ def check_quickstart(cells: list[nbformat.NotebookNode]) -> None:
     text = text_of(cells)
     assert "6 rows · 3 statements" in text  # the first SQL cell: created, inserted, selected
     assert "rows now: 5\n" in text and "fare of t1 now: 38.2\n" in text
+    mistake = next(outputs(c) for c in cells if "expect-error" in c.metadata.get("tags", []))
+    assert 'class="hudisql-error"' in mistake and "UNRESOLVED_COLUMN" in mistake
+    assert 'SELECT uuid, <mark class="hudisql-error-at">ridr</mark>' in mistake
     assert re.search(r"upsert \d{17}: [1-9]\d* file slices written", text)
     assert "rows now: 2005\n" in text
     progress = next(outputs(c) for c in cells if "trips.upsert(more)" in c.source)
