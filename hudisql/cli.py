@@ -2,7 +2,8 @@
 
 ``hudisql`` starts the shell (statements end at ``;`` and may span lines; history is kept
 in ``~/.hudisql_history`` or ``$HUDISQL_HISTORY``); ``hudisql -e "<sql>"`` and ``hudisql -f
-file.sql`` run a script and exit; ``hudisql demo`` runs the README's demo. Results print
+file.sql`` run a script and exit; ``hudisql demo`` runs the README's demo; ``hudisql
+timeline TABLE --out timeline.png|html`` draws a table's timeline. Results print
 as aligned tables followed by a timing line (on stderr, so stdout holds the results only).
 The exit status is 0 when every statement ran, 1 when one failed, 2 for bad arguments.
 """
@@ -39,7 +40,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="hudisql",
         description="Spark SQL with Apache Hudi's table services: a shell, or run a script.",
-        epilog="'hudisql demo [--warehouse DIR] [--fresh]' runs the README's demo.")
+        epilog="'hudisql demo [--warehouse DIR] [--fresh]' runs the README's demo; "
+               "'hudisql timeline TABLE --out timeline.png|html' draws a table's timeline.")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("-e", dest="execute", metavar="SQL", help="run these statements, exit")
     source.add_argument("-f", dest="file", metavar="FILE", help="run the script in FILE, exit")
@@ -64,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if words[:1] == ["demo"]:
         demo = importlib.import_module("hudisql.demo")
         return int(demo.main(words[1:]))
+    if words[:1] == ["timeline"]:
+        return timeline_main(words[1:])
     args = parse_args(words)
     if args.file is not None:
         try:
@@ -88,6 +92,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         return Shell(session).loop()
     finally:
         session.stop()
+
+
+def timeline_main(argv: Sequence[str]) -> int:
+    """``hudisql timeline TABLE --out FILE``: draw a table's timeline to a PNG or HTML file.
+
+    TABLE is a catalog table's name (``t`` or ``db.t``) or a table's base path. No Spark is
+    started. Returns 0, or 1 when the table cannot be found or the file not written.
+    """
+    parser = argparse.ArgumentParser(
+        prog="hudisql timeline",
+        description="Draw a Hudi table's timeline (and its metadata table's): instants on a "
+                    "time axis by action and state.")
+    parser.add_argument("table", help="a catalog table name (t, db.t) or a table's base path")
+    parser.add_argument("--out", required=True, metavar="FILE",
+                        help="the picture to write: a .png or .html file")
+    parser.add_argument("--title", help="the chart's title (default: timeline of <table>)")
+    parser.add_argument("--warehouse", help="the directory of managed tables")
+    parser.add_argument("--catalog", help="catalog URL (sqlite:///..., postgresql://...) or name")
+    args = parser.parse_args(argv)
+    from hudisql.errors import HudiSqlError
+    from hudisql.sql.timeline_chart import timeline_chart
+
+    try:
+        location = _table_location(args.table, args.warehouse, args.catalog)
+        chart = timeline_chart(location, args.title or f"timeline of {args.table}")
+        written = chart.save(args.out)
+    except (HudiSqlError, OSError) as exc:
+        print(format_error(exc), file=sys.stderr)
+        return 1
+    print(f"{written}: {len(chart.instants)} instants", file=sys.stderr)
+    return 0
+
+
+def _table_location(table: str, warehouse: str | None, catalog: str | None) -> str:
+    """The base path of ``table``: itself when it holds a Hudi table, else the catalog's.
+
+    Raises:
+        TableNotFoundError: neither a Hudi table's path nor a table in the catalog.
+    """
+    if (Path(table) / ".hoodie" / "hoodie.properties").is_file() or "://" in table:
+        return table
+    if os.sep in table or table.startswith("."):
+        from hudisql.errors import TableNotFoundError
+
+        raise TableNotFoundError(f"{table} holds no Hudi table (no .hoodie/hoodie.properties); "
+                                 "give a table's base path or a catalog table's name")
+    from hudisql.sql.router import SqlRouter
+
+    router = SqlRouter(catalog, os.path.abspath(warehouse or "spark-warehouse"))
+    try:
+        return router.catalog.load_table(table).location
+    finally:
+        router.close()
 
 
 def quiet_spark_error_logs() -> None:

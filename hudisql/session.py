@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from hudisql.catalog import Catalog, TableName
+    from hudisql.sql.inspect import TableInspector
     from hudisql.table import HudiTable
     from hudisql.txn.transaction import StepHook
     from hudisql.write.dataframe_writer import Committer
@@ -398,6 +399,14 @@ class HudiTableHandle:
         from hudisql.table import HudiTable
 
         return HudiTable.open(self.path)
+
+    @property
+    def inspect(self) -> TableInspector:
+        """Read-only views of the table without Spark: ``inspect.timeline()`` (a pyarrow
+        Table, as SHOW TIMELINE), ``inspect.timeline_chart()`` (a picture; ``.save(path)``)."""
+        from hudisql.sql.inspect import TableInspector
+
+        return TableInspector(self.path, self.name)
 
     def read(self, as_of: str | None = None, columns: Sequence[str] | None = None, *,
              query_type: str | None = None, begin: str | None = None, end: str | None = None,

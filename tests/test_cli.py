@@ -115,7 +115,8 @@ def test_file_stops_at_the_first_error_with_status_1(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_interactive_shell_through_a_pseudo_terminal(tmp_path: Path) -> None:
     shell = pexpect.spawn(
-        sys.executable, ["-m", "hudisql.cli", "--warehouse", str(tmp_path / "wh")],
+        sys.executable, ["-m", "hudisql.cli", "--warehouse", str(tmp_path / "wh"),
+                         "--conf", "hudisql.progress.display=terminal"],  # CI would turn it off
         cwd=str(tmp_path), env=env_for(tmp_path), encoding="utf-8", timeout=STARTUP,
         dimensions=(40, 200))
     try:
@@ -131,6 +132,16 @@ def test_interactive_shell_through_a_pseudo_terminal(tmp_path: Path) -> None:
         shell.expect_exact("hudisql> ")
         shell.sendline("SHOW TIMELINE;")
         shell.expect_exact("SHOW TIMELINE needs a table name")
+        shell.expect_exact("hudisql> ")
+        # A write shows its progress on one line, rewritten in place, erased at the end.
+        shell.sendline("CREATE TABLE p (id INT) USING hudi TBLPROPERTIES (primaryKey='id');")
+        shell.expect_exact("hudisql> ")
+        shell.sendline("INSERT INTO p VALUES (1), (2);")
+        shell.expect(r"\r\x1b\[K\w+ p · step 1/3 staging records · [0-9.]+ s")
+        shell.expect(r"\r\x1b\[K\w+ p · step 2/3 writing file slices · [0-9]+/[0-9]+ slices")
+        shell.expect(r"\r\x1b\[K\w+ p · step 3/3 committing")
+        shell.expect(r"\r\x1b\[K\+-+\+\r\n\| num_affected_rows")  # erased, then the result
+        shell.expect_exact("Time taken: ")
         shell.expect_exact("hudisql> ")
         shell.sendline("exit;")
         shell.expect(pexpect.EOF)

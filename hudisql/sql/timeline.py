@@ -92,22 +92,28 @@ def _file_time(files: list[Instant], state: State) -> datetime | None:
     return next((f.modification_time for f in files if f.state == state), None)
 
 
-def _rollback_links(timeline: Timeline) -> tuple[dict[str, list[str]], dict[str, str]]:
+def rollback_targets(timeline: Timeline, rollback: Instant) -> dict[str, str | None]:
+    """What rollback ``rollback`` undoes: instant time -> its action (None when not named),
+    from the rollback's metadata when completed, else from its plan; empty when unreadable."""
+    try:
+        if rollback.is_completed:
+            metadata = timeline.rollback_metadata(rollback)
+            actions = {i.commit_time: i.action for i in metadata.instants_rollback}
+            return {t: actions.get(t) for t in sorted(metadata.commits_rollback)}
+        target = timeline.rollback_plan(rollback.timestamp).instant_to_rollback
+    except (CorruptTableError, FileNotFoundError):
+        return {}
+    return {} if target is None else {target.commit_time: target.action}
+
+
+def rollback_links(timeline: Timeline) -> tuple[dict[str, list[str]], dict[str, str]]:
     """Rollback instant -> the instants it rolls back; rolled-back instant -> its rollback."""
     rolls: dict[str, list[str]] = {}
     rolled_by: dict[str, str] = {}
     for instant in timeline.instants:
         if instant.action != Action.ROLLBACK:
             continue
-        try:
-            if instant.is_completed:
-                targets = sorted(timeline.rollback_metadata(instant).commits_rollback)
-            else:
-                plan = timeline.rollback_plan(instant.timestamp)
-                target = plan.instant_to_rollback
-                targets = [target.commit_time] if target is not None else []
-        except (CorruptTableError, FileNotFoundError):
-            targets = []
+        targets = list(rollback_targets(timeline, instant))
         rolls[instant.timestamp] = targets
         if instant.is_completed:
             for target_time in targets:
@@ -136,7 +142,7 @@ def timeline_rows(table: HudiTable, limit: int | None = None) -> list[TimelineRo
     instants = sorted(timeline.instants, reverse=True)
     if limit is not None:
         instants = instants[:limit]
-    rolls, rolled_by = _rollback_links(timeline)
+    rolls, rolled_by = rollback_links(timeline)
     rows = []
     for instant in instants:
         files = timeline.instant_files(instant.timestamp)

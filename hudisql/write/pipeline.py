@@ -55,6 +55,7 @@ from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from hudisql.errors import WriteError
+from hudisql.progress import Progress, ProgressSink, progress_sink
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import new_file_id, write_token
 from hudisql.table.fsview import FileSlice
@@ -93,6 +94,7 @@ from hudisql.txn.transaction import (
     StepHook,
     Transaction,
 )
+from hudisql.write.progress import MarkerWatch
 from hudisql.write.staging import (
     check_partition_paths,
     stage_in_jvm,
@@ -342,14 +344,19 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
 
 
 class SparkWriter:
-    """Writes DataFrames to one Hudi table (version 6) as Spark jobs, one commit per call."""
+    """Writes DataFrames to one Hudi table (version 6) as Spark jobs, one commit per call.
+
+    Each write reports its progress (steps, file slices started) to ``progress``, else to
+    the sink the ``hudisql.progress.display`` option picks (:func:`hudisql.progress.progress_sink`).
+    """
 
     def __init__(self, spark: SparkSession, path: str, options: Mapping[str, str] | None = None,
-                 on_step: StepHook | None = None) -> None:
+                 on_step: StepHook | None = None, progress: ProgressSink | None = None) -> None:
         self.spark = spark
         self.path = path
         self.options = dict(options or {})
         self.on_step = on_step
+        self.progress = progress
 
     def write(self, df: DataFrame, operation: str,
               expressions: Mapping[str, str] | None = None) -> WriteResult:
@@ -388,25 +395,31 @@ class SparkWriter:
             raise WriteError(f"table {spec.name}: expression writes are upserts to "
                              f"merge-on-read tables; this is {op} to a "
                              f"{'merge-on-read' if spec.is_mor else 'copy-on-write'} table")
-        # Staging and its checks run before the instant opens: a refusal leaves no trace.
-        staged, counts, persisted = self._stage(df, op, spec)
-        try:
-            txn = Transaction(table, self.options, OPERATIONS[op], overwrite=OVERWRITES.get(op))
-            if self.on_step is not None:
-                txn.on_step = self.on_step
-            instant = txn.start()
+        progress = Progress(f"{op} {spec.name}", self.progress or progress_sink(self.options),
+                            steps=3)
+        with progress:
+            # Staging and its checks run before the instant opens: a refusal leaves no trace.
+            progress.stage("staging records")
+            staged, counts, persisted = self._stage(df, op, spec)
             try:
-                if spec.keyless:
-                    staged = with_generated_keys(staged, instant)
-                stats = self._tag_and_write(staged, counts, op, spec, txn.table, instant,
-                                            expressions, sizing)
-                done = txn.commit(stats, spec.schema_text)
-            except BaseException:
-                txn.abort()
-                raise
-        finally:
-            if persisted is not None:
-                persisted.unpersist()
+                txn = Transaction(table, self.options, OPERATIONS[op],
+                                  overwrite=OVERWRITES.get(op))
+                if self.on_step is not None:
+                    txn.on_step = self.on_step
+                instant = txn.start()
+                try:
+                    if spec.keyless:
+                        staged = with_generated_keys(staged, instant)
+                    stats = self._tag_and_write(staged, counts, op, spec, txn.table, instant,
+                                                expressions, sizing, progress)
+                    progress.stage("committing")
+                    done = txn.commit(stats, spec.schema_text)
+                except BaseException:
+                    txn.abort()
+                    raise
+            finally:
+                if persisted is not None:
+                    persisted.unpersist()
         return WriteResult(done.timestamp, done.action, stats)
 
     def _stage(self, df: DataFrame, op: str, spec: _TableSpec
@@ -462,8 +475,8 @@ class SparkWriter:
 
     def _tag_and_write(self, staged: DataFrame, counts: Mapping[str | None, int], op: str,
                        spec: _TableSpec, table: HudiTable, instant: str,
-                       expressions: Mapping[str, str] | None, sizing: SmallFileSettings
-                       ) -> list[WriteStat]:
+                       expressions: Mapping[str, str] | None, sizing: SmallFileSettings,
+                       progress: Progress) -> list[WriteStat]:
         with_partition = op != "delete" or all(
             p in staged.columns for p in spec.partition_fields)
         marked = IS_DELETED in staged.columns and op != "delete"
@@ -503,7 +516,13 @@ class SparkWriter:
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
                                expressions, rewrite)
         out = tagged.repartition(groups, _FILE_ID).mapInArrow(writer, _STATS_SCHEMA)
-        return [WriteStat.from_dict(json.loads(r.stat)) for r in out.collect()]
+        # At most this many file groups: the touched partitions' slices and the new ids.
+        progress.stage("writing file slices", total=len(slices) + new_groups)
+        with MarkerWatch(progress, table.storage, instant):
+            stats = [WriteStat.from_dict(json.loads(r.stat)) for r in out.collect()]
+        written = len({(s.partition_path, s.file_id) for s in stats})
+        progress.update(written, total=written)
+        return stats
 
     def _tag(self, staged: DataFrame, spec: _TableSpec, table: HudiTable,
              touched: list[str] | None) -> tuple[DataFrame, dict[tuple[str, str], FileSlice]]:

@@ -1,0 +1,153 @@
+"""The notebooks of notebooks/ run top to bottom in a fresh kernel and print the right figures.
+
+Each notebook runs in its own IPython kernel (this interpreter: the project's venv), with
+its own Spark, in a temporary working directory; any cell error fails the test, and so does
+a ``%%hudisql`` cell that renders an error unless the cell is tagged ``expect-error``. Then
+the figures the notebook prints are checked. Committed notebooks carry no outputs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+#: Seconds one cell may take (a kernel's first cell starts Spark).
+CELL_TIMEOUT = 240
+
+
+def outputs(cell: nbformat.NotebookNode) -> str:
+    """Everything a cell showed, as text: streams, plain text and HTML, joined by lines."""
+    parts: list[str] = []
+    for output in cell.get("outputs", []):
+        if output.output_type == "stream":
+            parts.append(output.text)
+        elif output.output_type in ("execute_result", "display_data", "update_display_data"):
+            data = output.get("data", {})
+            parts += [str(data.get(kind, "")) for kind in ("text/plain", "text/html")]
+            if "image/png" in data:
+                parts.append("<image/png>")
+        elif output.output_type == "error":
+            parts.append(f"{output.ename}: {output.evalue}")
+    return "\n".join(parts)
+
+
+def run(name: str, workdir: Path) -> list[nbformat.NotebookNode]:
+    """Execute notebook ``name`` in a fresh kernel; returns its code cells with outputs."""
+    notebook = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    client = NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name="python3",
+                            resources={"metadata": {"path": str(workdir)}})
+    client.execute()
+    cells = [c for c in notebook.cells if c.cell_type == "code"]
+    for cell in cells:
+        if "expect-error" not in cell.metadata.get("tags", []):
+            assert 'class="hudisql-error"' not in outputs(cell), (
+                f"{name}: a cell failed:\n{cell.source}\n{outputs(cell)}")
+    return cells
+
+
+def text_of(cells: list[nbformat.NotebookNode]) -> str:
+    return "\n".join(outputs(c) for c in cells)
+
+
+def check_quickstart(cells: list[nbformat.NotebookNode]) -> None:
+    text = text_of(cells)
+    assert "6 rows · 3 statements" in text  # the first SQL cell: created, inserted, selected
+    assert "rows now: 5\n" in text and "fare of t1 now: 38.2\n" in text
+    mistake = next(outputs(c) for c in cells if "expect-error" in c.metadata.get("tags", []))
+    assert 'class="hudisql-error"' in mistake and "UNRESOLVED_COLUMN" in mistake
+    assert 'SELECT uuid, <mark class="hudisql-error-at">ridr</mark>' in mistake
+    assert re.search(r"upsert \d{17}: [1-9]\d* file slices written", text)
+    assert "rows now: 2005\n" in text
+    progress = next(outputs(c) for c in cells if "trips.upsert(more)" in c.source)
+    assert 'class="hudisql-progress"' in progress and "upsert trips · step 3/3" in progress
+    assert "done" in progress
+    assert "instants drawn: 4\n" in text and "<image/png>" in text
+    assert "timeline.html names 4 of 4 instants\n" in text  # written by `hudisql timeline`
+    assert "4 rows" in next(outputs(c) for c in cells if "SHOW TIMELINE" in c.source)
+    assert "rows as of the first commit: 6\n" in text
+    assert "fare of t1 as of the first commit: 19.1\n" in text
+    assert "trips changed since the first commit: 1\n" in text
+
+
+def check_concurrency(cells: list[nbformat.NotebookNode]) -> None:
+    text = text_of(cells)
+    outcomes = re.findall(r"^B (committed|refused: \w+)", text, re.MULTILINE)
+    assert outcomes == ["refused: CommitConflictError", "committed",
+                        "refused: ConcurrentSchemaEvolutionError", "committed"]
+    assert "status of order 2: shipped\n" in text
+    assert "statuses: [(1, 'shipped'), (2, 'shipped'), (3, 'shipped'), (4, 'new')]" in text
+    assert "RFC-82 case 8" in text and "columns added: discount" in text
+    assert "columns: ['id', 'status', 'amount', 'region', 'ts', 'note']\n" in text
+    assert "order 2: shipped, note=None, priority=1\n" in text
+    assert "order 4: shipped, note=fragile, priority=None\n" in text
+    rolled = re.search(r"rolled back: \[(.*)\]", text)
+    assert rolled is not None and len(rolled.group(1).split(",")) == 2
+    assert "<image/png>" in text
+
+
+def check_catalog(cells: list[nbformat.NotebookNode]) -> None:
+    text = text_of(cells)
+    assert "the same catalog file: True\n" in text
+    assert "two sees total balance 150.0\n" in text
+    assert "after five reads: hits=4 misses=1 refreshes=0 hit rate=0.80\n" in text
+    # one's writes: two's next statement misses (a refresh), and sees the new balances.
+    assert "two sees total balance 150.0, ada has 70.0\n" in text
+    assert "after one's writes: hits=5 misses=2 refreshes=1 hit rate=0.71\n" in text
+    # with the change log applied, the new version is a hit.
+    assert re.search(r"two applied [1-9]\d* events; bob has 85.0\n", text)
+    assert "after syncing: hits=6 misses=2 refreshes=1 hit rate=0.75\n" in text
+    assert "two sees columns: ['id', 'owner', 'balance', 'ts', 'currency']\n" in text
+    assert "after the schema change: hits=6 misses=3 refreshes=2" in text
+    assert "<th>currency</th>" in text and "2 rows" in text
+
+
+CHECKS: dict[str, Callable[[list[nbformat.NotebookNode]], None]] = {
+    "quickstart": check_quickstart,
+    "concurrency": check_concurrency,
+    "catalog": check_catalog,
+}
+
+
+def test_every_notebook_is_checked() -> None:
+    assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == sorted(CHECKS)
+
+
+def test_committed_notebooks_carry_no_outputs() -> None:
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        nbformat.validate(notebook)
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, (
+                    f"{path.name}: strip the outputs before committing (cell {cell.id})")
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path) -> None:
+    CHECKS[name](run(name, tmp_path))
+
+
+def test_the_strip_script_removes_outputs(tmp_path: Path) -> None:
+    sys.path.insert(0, str(NOTEBOOKS.parent / "scripts"))
+    try:
+        from strip_notebooks import strip
+    finally:
+        sys.path.pop(0)
+    path = tmp_path / "run.ipynb"
+    notebook = nbformat.read(NOTEBOOKS / "quickstart.ipynb", as_version=4)
+    code = next(c for c in notebook.cells if c.cell_type == "code")
+    code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="rows now: 5\n")]
+    code.execution_count = 3
+    nbformat.write(notebook, path)
+    assert strip(path) and not strip(path)
+    stripped = nbformat.read(path, as_version=4)
+    assert all(c.outputs == [] and c.execution_count is None
+               for c in stripped.cells if c.cell_type == "code")
