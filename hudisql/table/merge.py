@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudisql.errors import CorruptTableError, HudiSqlError, UnsupportedFormatError
+from hudisql.table.compacted import merge_order
 from hudisql.table.expressions import apply_expressions, block_expressions, merge_in_log_order
 from hudisql.table.fsview import FileSlice, VisibleInstants
 from hudisql.table.log.format import BlockType, LogBlockInfo
@@ -112,8 +113,9 @@ def plan_log_blocks(
             sequences), ``sequence`` (block sequences only) or ``off``.
 
     Returns:
-        A report whose ``merged`` list holds, in log order, the data and delete blocks a
-        reader as of ``visible`` merges; nothing is decoded here.
+        A report whose ``merged`` list holds the data and delete blocks a reader as of
+        ``visible`` merges, in merge order (log order, a log-compacted block in the slot of
+        the newest block it replaced: ``hudisql.table.compacted``); nothing is decoded here.
     """
     report = SliceReadReport()
     report.verdicts = judge_log_blocks(blocks, visible, reconcile)
@@ -122,11 +124,13 @@ def plan_log_blocks(
         if block.block_type == BlockType.COMMAND:
             report.commands.append(block)
         elif verdict.verdict == Verdict.VALID:
-            report.merged.append(block)
+            continue  # merged, in merge order below
         elif verdict.verdict == Verdict.NOT_VISIBLE and block.block_type not in _MERGED_BLOCKS:
             continue  # CDC blocks are neither merged nor reported
         else:
             getattr(report, _REPORT_LISTS[verdict.verdict]).append(block)
+    # A compacted block is merged in the slot of the newest block it replaced.
+    report.merged = merge_order(report.verdicts)
     return report
 
 
