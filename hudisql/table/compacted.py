@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from hudisql.table.log.format import BlockType, LogBlockInfo
 from hudisql.table.reconcile import BlockVerdict, Verdict
 
-__all__ = ["merge_order", "instant_slots"]
+__all__ = ["instant_slots", "merge_order"]
 
 _COUNTED = (Verdict.VALID, Verdict.REPLACED)
 

@@ -38,7 +38,7 @@ from hudisql.errors import CorruptTableError, HudiSqlError, UnsupportedFormatErr
 from hudisql.table.compacted import merge_order
 from hudisql.table.expressions import apply_expressions, block_expressions, merge_in_log_order
 from hudisql.table.fsview import FileSlice, VisibleInstants
-from hudisql.table.log.format import BlockType, LogBlockInfo
+from hudisql.table.log.format import BlockType, DeleteRecord, LogBlockInfo
 from hudisql.table.log.reader import decode_data_block, decode_delete_block, scan_blocks
 from hudisql.table.properties import TableProperties
 from hudisql.table.reconcile import BlockVerdict, ReconcileMode, Verdict, judge_log_blocks
@@ -49,10 +49,12 @@ from hudisql.table.timeline import Timeline
 __all__ = [
     "RECORD_KEY_COLUMN",
     "CorruptLogBlockWarning",
+    "MergedLog",
     "SliceReadReport",
     "conform_table",
     "log_touched_keys",
     "merge_file_slice",
+    "merge_log_blocks",
     "plan_log_blocks",
     "read_file_slice",
     "stream_file_slice",
@@ -271,6 +273,79 @@ def log_touched_keys(
         [pa.field(RECORD_KEY_COLUMN, pa.string())])
     merger = _Merger(props, work, [RECORD_KEY_COLUMN])
     return merger.reduce_log(logs.ordered).keys.cast(pa.string())
+
+
+@dataclass
+class MergedLog:
+    """The outcome of a run of log blocks merged among themselves (a log compaction's input).
+
+    ``records`` holds each key's winning record (meta columns kept), in log order;
+    ``deletes`` the deletes that keep the same effect on what comes before and after them,
+    in the order they must be written (before the records): a natural-order delete for a
+    key whose merge removed everything before it (followed by its record, or its ordered
+    delete), and each key's winning delete.
+    """
+
+    records: pa.Table
+    deletes: list[DeleteRecord]
+    #: The blocks merged, in merge order.
+    blocks: list[LogBlockInfo]
+
+
+def merge_log_blocks(
+    log_bytes: Mapping[str, bytes],
+    blocks: Sequence[LogBlockInfo],
+    props: TableProperties,
+    schema: pa.Schema,
+    partition_path: str,
+) -> MergedLog:
+    """Merge ``blocks`` (data and delete blocks, in merge order) into one outcome per key.
+
+    Merging the result in the blocks' place gives every reader the rows the blocks gave:
+    the winners keep their ordering values, meta columns and relative log order, and a
+    natural-order delete that wiped a key's earlier items is kept in front of it.
+
+    Args:
+        log_bytes: the content of each log file the blocks are in, by ``block.log_file``.
+        schema: the Arrow schema (meta columns included) of the records returned.
+
+    Raises:
+        HudiSqlError: an expression block among ``blocks`` (applied only with a base row),
+            or a block whose content does not decode.
+        UnsupportedFormatError: an HFile data block.
+    """
+    ordered: list[pa.Table | _Deletes] = []
+    for block in blocks:
+        if block_expressions(block) is not None:
+            raise HudiSqlError(
+                f"log block of instant {block.instant_time} in {block.log_file} is an "
+                "expression block: it is applied to base rows and cannot be log-compacted"
+            )
+        decoded = _decode(log_bytes[block.log_file], block)
+        if decoded is None:
+            raise HudiSqlError(
+                f"log block of instant {block.instant_time} in {block.log_file} does not "
+                "decode: roll back that instant before compacting its log"
+            )
+        ordered.append(decoded)
+    merger = _Merger(props, schema, schema.names)
+    if not ordered:
+        return MergedLog(schema.empty_table(), [], list(blocks))
+    outcome = merger.reduce_log(ordered)
+    winners = outcome.record[outcome.record >= 0]
+    records = outcome.records.take(pa.array(np.sort(winners), pa.int64()))
+    deletes: list[DeleteRecord] = []
+    keys = outcome.keys.to_pylist()
+    values = outcome.ordering.to_pylist() if outcome.ordering is not None else None
+    for k, key in enumerate(keys):
+        is_delete = outcome.record[k] < 0
+        natural = outcome.tier is None or int(outcome.tier[k]) == 0
+        if outcome.wiped[k] and not (is_delete and natural):
+            deletes.append(DeleteRecord(key, partition_path, 0))
+        if is_delete:
+            value = 0 if natural or values is None else values[k]
+            deletes.append(DeleteRecord(key, partition_path, value))
+    return MergedLog(conform_table(records, schema), deletes, list(blocks))
 
 
 @dataclass
