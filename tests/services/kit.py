@@ -18,6 +18,7 @@ SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()),
                     ("city", pa.string())])
 CITIES = ("sf", "la")
 KEY = "_hoodie_record_key"
+FILE_NAME = "_hoodie_file_name"
 
 
 def rec(i: int, ts: int, v: str) -> dict[str, Any]:
@@ -43,8 +44,10 @@ def upserts(client: WriteClient, rounds: int, keys: int = 6, start: int = 2) -> 
 
 
 def rows(path: Path | str, as_of: str | None = None) -> list[dict[str, Any]]:
-    """hudisql's rows of the table, sorted by key."""
-    return hudisql.read_table(str(path), as_of=as_of).sort_by(KEY).to_pylist()
+    """hudisql's rows of the table, sorted by key, without ``_hoodie_file_name`` (a
+    compaction moves rows to a new file; their data and commit time stay)."""
+    table = hudisql.read_table(str(path), as_of=as_of)
+    return table.drop_columns([FILE_NAME]).sort_by(KEY).to_pylist()
 
 
 def rs_rows(path: Path | str) -> list[dict[str, Any]]:
@@ -52,7 +55,7 @@ def rs_rows(path: Path | str) -> list[dict[str, Any]]:
     batches = RsTable(str(path)).read()
     if not batches:
         return []
-    return pa.Table.from_batches(batches).sort_by(KEY).to_pylist()
+    return pa.Table.from_batches(batches).drop_columns([FILE_NAME]).sort_by(KEY).to_pylist()
 
 
 def write_instants(path: Path | str) -> list[str]:
