@@ -121,7 +121,7 @@ def test_a_failed_compaction_goes_back_to_requested_and_runs_again(tmp_path: Pat
 
 
 def test_clean_removes_slices_no_retained_reader_needs(tmp_path: Path) -> None:
-    client, path, first = _compacted(tmp_path)
+    client, path, _first = _compacted(tmp_path)
     upserts(client, 2, start=30)
     second = run_compaction(HudiTable.open(str(path)))
     assert second is not None
@@ -146,7 +146,7 @@ def test_clean_removes_slices_no_retained_reader_needs(tmp_path: Path) -> None:
 
 
 def test_clean_keeps_the_slices_of_retained_instants(tmp_path: Path) -> None:
-    client, path, compaction = _compacted(tmp_path)
+    client, path, _compaction = _compacted(tmp_path)
     upserts(client, 1, start=30)
     untouched = files(path)
     # Retaining 3 commits keeps the instants before the compaction readable.

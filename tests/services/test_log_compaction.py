@@ -109,7 +109,7 @@ def test_copy_on_write_table_is_refused_and_unchanged(tmp_path: Path) -> None:
     upserts(client, 2)
     path = tmp_path / "t"
     untouched = files(path)
-    with pytest.raises(TableServiceError, match="merge-on-read.*copy-on-write"):
+    with pytest.raises(TableServiceError, match=r"merge-on-read.*copy-on-write"):
         run_log_compaction(HudiTable.open(str(path)))
     with pytest.raises(TableServiceError, match="copy-on-write"):
         schedule_compaction(HudiTable.open(str(path)))
