@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from hudisql.catalog import Catalog, TableName
+    from hudisql.services.maintenance import Maintenance
     from hudisql.table import HudiTable
     from hudisql.write.commit import StepHook
     from hudisql.write.dataframe_writer import Committer
@@ -471,6 +472,19 @@ class HudiTableHandle:
         writer = SparkWriter(self.session.spark, self.path, merged, on_step=self._on_step())
         with self._bracket():
             return writer.write(df, operation)
+
+    @property
+    def maintenance(self) -> Maintenance:
+        """This table's services, run as Spark jobs: ``run_log_compaction()``,
+        ``schedule_log_compaction()``, ``show_log_compaction()``, ``run_compaction()``,
+        ``schedule_compaction()``, ``show_compaction()``, ``run_clean()`` (the SQL
+        statements and procedures call the same methods)."""
+        from hudisql.services.maintenance import Maintenance, metadata_participants
+        from hudisql.services.runner import SparkRunner
+
+        return Maintenance(self.path, dict(self.session.options),
+                           SparkRunner(self.session.spark), bracket=self._bracket,
+                           participants=metadata_participants)
 
     def _bracket(self) -> AbstractContextManager[object]:
         """The context a commit runs in: a catalog write id for a managed catalog table."""

@@ -13,7 +13,8 @@ from sqlglot.tokenizer_core import TokenType
 
 from hudisql.errors import HudiSqlError
 from hudisql.parser import commands as c
-from hudisql.sql import ddl, dml, names
+from hudisql.parser.services import ShowTableService, TableService
+from hudisql.sql import ddl, dml, names, services
 from hudisql.sql.frames import rows_frame
 from hudisql.sql.timeline import (
     COMMITS_COLUMNS,
@@ -156,4 +157,6 @@ EXECUTORS: dict[type[c.Command], Executor] = {
     c.Update: dml.update,
     c.Delete: dml.delete,
     c.Merge: dml.merge,
+    TableService: services.table_service,
+    ShowTableService: services.show_table_service,
 }
