@@ -29,10 +29,8 @@ _NAMES = {"compaction": "COMPACTION", "log_compaction": "LOG COMPACTION", "clean
 
 def maintenance(ctx: StatementContext, command: TableService | ShowTableService) -> Maintenance:
     """The facade over the statement's table (by name, in a catalog write id when managed)."""
-    from hudisql.services.maintenance import Maintenance
+    from hudisql.services.maintenance import Maintenance, metadata_participants
     from hudisql.services.runner import SparkRunner
-
-    from hudisql.services.maintenance import metadata_participants
 
     bracket: Callable[[], AbstractContextManager[object]] = nullcontext
     if command.table is not None:
