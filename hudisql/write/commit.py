@@ -27,6 +27,7 @@ from hudisql.table.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSystemView
 from hudisql.table.instant import Action, Instant
+from hudisql.table.log_compaction import LOG_COMPACT_OPERATION
 from hudisql.table.reconcile import record_committed_log_files
 from hudisql.table.spurious_files import remove_spurious_log_files
 from hudisql.table.table import HudiTable
@@ -243,7 +244,12 @@ def check_write_conflicts(
     for other in table.timeline.completed(_WRITE_ACTIONS):
         if other.timestamp in started_with or other.timestamp == instant_time:
             continue
-        clash = sorted(ours & _touched(table.timeline.commit_metadata(other)))
+        theirs = table.timeline.commit_metadata(other)
+        if theirs.operation_type == LOG_COMPACT_OPERATION:
+            # A log compaction only replaces blocks that readers merge in their place
+            # (RFC-48): it never conflicts with a write, whatever the file groups.
+            continue
+        clash = sorted(ours & _touched(theirs))
         if clash:
             groups = ", ".join(f"{p or '<root>'}/{f}" for p, f in clash[:10])
             raise CommitConflictError(

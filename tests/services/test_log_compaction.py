@@ -273,3 +273,17 @@ def test_deletes_are_compacted_into_a_delete_block_of_their_own(tmp_path: Path) 
     assert BlockType.DELETE in kinds and BlockType.AVRO_DATA in kinds
     assert {k: v for k, v in snapshots(path).items() if k != result.instant} == before
     assert {r["id"] for r in rows(path)} == {"k0", "k1", "k2", "k4", "k5"}
+
+
+def test_a_log_compaction_never_conflicts_with_a_write(tmp_path: Path) -> None:
+    client, path, _ = _table(tmp_path)
+
+    def log_compact_meanwhile(event: str, detail: str) -> None:
+        if event == "validating":  # the write's log file is on disk, its commit not yet made
+            assert run_log_compaction(HudiTable.open(str(path))) is not None
+
+    writer = WriteClient(HudiTable.open(str(path)), on_step=log_compact_meanwhile)
+    writer.upsert([rec(0, 80, "w"), rec(1, 80, "w")])
+    got = {r["id"]: r["v"] for r in rows(path)}
+    assert (got["k0"], got["k1"]) == ("w", "w")
+    assert rows(path) == rs_rows(path)
