@@ -190,7 +190,8 @@ def run_log_compaction(
     participants: Sequence[Any] = (),
     on_step: StepHook = no_step,
 ) -> ServiceResult | None:
-    """Run the log compaction planned at ``instant_time`` (default: schedule one, run it).
+    """Run the log compaction planned at ``instant_time`` (default: the oldest requested
+    plan, else a new one).
 
     Returns:
         What it did, or None when nothing qualified for log compaction.
@@ -205,7 +206,12 @@ def run_log_compaction(
     settings = LogCompactionSettings.parse(options)
     runner = runner or LocalRunner()
     if instant_time is None:
-        instant_time = schedule_log_compaction(table, options, runner=runner)
+        table = table.reload()
+        rollback_abandoned(table, options, Action.LOGCOMPACTION)
+        waiting = [i for i in table.reload().timeline.pending([Action.LOGCOMPACTION])
+                   if i.is_requested]
+        instant_time = waiting[0].timestamp if waiting else schedule_log_compaction(
+            table, options, runner=runner)
         if instant_time is None:
             return None
     table = table.reload()
