@@ -39,7 +39,11 @@ from hudisql.table.compacted import merge_order
 from hudisql.table.expressions import apply_expressions, block_expressions, merge_in_log_order
 from hudisql.table.fsview import FileSlice, VisibleInstants
 from hudisql.table.log.format import BlockType, DeleteRecord, LogBlockInfo
-from hudisql.table.log.reader import decode_data_block, decode_delete_block, scan_blocks
+from hudisql.table.log.reader import (
+    decode_data_block,
+    decode_delete_block,
+    scan_log_file,
+)
 from hudisql.table.properties import TableProperties
 from hudisql.table.reconcile import BlockVerdict, ReconcileMode, Verdict, judge_log_blocks
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow, with_meta_fields
@@ -366,13 +370,13 @@ def _decode_logs(
     reconcile: ReconcileMode | str,
 ) -> _DecodedLogs:
     """Read, judge and decode the slice's log blocks (corrupt ones warned about, skipped)."""
-    log_bytes: dict[str, bytes] = {}
     blocks: list[LogBlockInfo] = []
     for log in file_slice.log_files:
-        data = storage.read_bytes(log.path)
-        log_bytes[log.path] = data
-        blocks.extend(scan_blocks(data, log_file=log.path))
+        blocks.extend(scan_log_file(storage, log.path))  # headers only
     report = plan_log_blocks(blocks, visible, reconcile=reconcile)
+    # Only files with a block to merge are read: blocks a log compaction replaced are not.
+    log_bytes = {path: storage.read_bytes(path)
+                 for path in dict.fromkeys(b.log_file for b in report.merged)}
     for block in report.corrupt:
         _warn_corrupt(block)
     ordered: list[pa.Table | _Deletes] = []
