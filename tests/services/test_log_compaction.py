@@ -276,7 +276,7 @@ def test_deletes_are_compacted_into_a_delete_block_of_their_own(tmp_path: Path) 
 
 
 def test_a_log_compaction_never_conflicts_with_a_write(tmp_path: Path) -> None:
-    client, path, _ = _table(tmp_path)
+    _client, path, _ = _table(tmp_path)
 
     def log_compact_meanwhile(event: str, detail: str) -> None:
         if event == "validating":  # the write's log file is on disk, its commit not yet made
