@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from hudisql.services.log_compaction import (
     ServiceResult,
@@ -47,6 +46,7 @@ from hudisql.table.log_compaction import file_groups_in_pending_services
 from hudisql.table.service_plans import CompactionOperation
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import MARKER_DIR, parquet_codec
+from hudisql.txn.participant import CommitParticipant
 
 __all__ = ["run_compaction", "schedule_compaction"]
 
@@ -118,7 +118,7 @@ def run_compaction(
     options: Mapping[str, str] | None = None,
     *,
     runner: SliceRunner | None = None,
-    participants: Sequence[Any] = (),
+    participants: Sequence[CommitParticipant] = (),
     on_step: StepHook = no_step,
 ) -> ServiceResult | None:
     """Run the compaction planned at ``instant_time`` (default: the oldest pending one, else
@@ -176,8 +176,9 @@ def run_compaction(
     except BaseException:
         with table_lock(table, options):
             fresh = table.reload()
-            for participant in participants:
-                participant.on_rollback(fresh, instant)
+            if instant is not None:
+                for participant in participants:
+                    participant.on_rollback(fresh, instant)
             revert_compaction(fresh.storage, fresh.timeline, instant_time)
         raise
     table.storage.delete_dir(f"{MARKER_DIR}/{instant_time}")

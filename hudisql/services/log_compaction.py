@@ -45,7 +45,8 @@ from hudisql.table.log_compaction import (
 from hudisql.table.service_plans import CompactionOperation, CompactionPlan, compaction_plan
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import MARKER_DIR
-from hudisql.table.write_rollback import rollback_instant
+from hudisql.txn.participant import CommitParticipant
+from hudisql.txn.rollback import rollback_locked
 
 __all__ = [
     "SERVICE_SHOW_SCHEMA",
@@ -90,7 +91,8 @@ def require_merge_on_read(table: HudiTable, statement: str) -> None:
         )
 
 
-def rollback_abandoned(table: HudiTable, options: Mapping[str, str], action: str) -> list[str]:
+def rollback_abandoned(table: HudiTable, options: Mapping[str, str], action: str,
+                       participants: Sequence[CommitParticipant] = ()) -> list[str]:
     """Roll back the inflight ``action`` instants whose process died (no live heartbeat).
 
     Returns:
@@ -100,7 +102,7 @@ def rollback_abandoned(table: HudiTable, options: Mapping[str, str], action: str
     for pending in table.timeline.pending([action]):
         if pending.is_inflight and is_abandoned_instant(table, pending.timestamp, options):
             with table_lock(table, options):
-                rollback_instant(table.reload(), pending.timestamp)
+                rollback_locked(table, pending.timestamp, participants)
             done.append(pending.timestamp)
     return done
 
@@ -187,7 +189,7 @@ def run_log_compaction(
     options: Mapping[str, str] | None = None,
     *,
     runner: SliceRunner | None = None,
-    participants: Sequence[Any] = (),
+    participants: Sequence[CommitParticipant] = (),
     on_step: StepHook = no_step,
 ) -> ServiceResult | None:
     """Run the log compaction planned at ``instant_time`` (default: the oldest requested
@@ -240,10 +242,7 @@ def run_log_compaction(
                 complete(fresh, instant, metadata, metadata.to_json(), participants)
     except BaseException:
         with table_lock(table, options):
-            fresh = table.reload()
-            for participant in participants:
-                participant.on_rollback(fresh, instant)
-            rollback_instant(fresh, instant_time)
+            rollback_locked(table, instant_time, participants)
         raise
     table.storage.delete_dir(f"{MARKER_DIR}/{instant_time}")
     on_step("completed", instant_time)

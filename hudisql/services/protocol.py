@@ -11,31 +11,19 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
 
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Instant
 from hudisql.table.table import HudiTable
-from hudisql.write.heartbeat import Heartbeat, heartbeat_settings, is_abandoned
-from hudisql.write.lock import lock_provider_for, lock_timeout
+from hudisql.txn.heartbeat import Heartbeat, heartbeat_settings, is_abandoned
+from hudisql.txn.lock import lock_provider_for, lock_timeout
+from hudisql.txn.participant import CommitParticipant
 
-__all__ = ["Participant", "StepHook", "complete", "heartbeat", "is_abandoned_instant",
+__all__ = ["StepHook", "complete", "heartbeat", "is_abandoned_instant", "no_step",
            "table_lock"]
 
 #: Called with (event, instant) at each step of a service; tests inject failures here.
 StepHook = Callable[[str, str], None]
-
-
-class Participant(Protocol):
-    """A commit participant (``hudisql.txn.participant.CommitParticipant``'s shape)."""
-
-    def on_commit(self, table: HudiTable, instant: Instant, metadata: CommitMetadata) -> None:
-        """Called under the table lock before the instant completes; raising aborts."""
-        ...
-
-    def on_rollback(self, table: HudiTable, instant: Instant) -> None:
-        """Called under the lock when the instant is rolled back (idempotent)."""
-        ...
 
 
 def no_step(event: str, instant: str) -> None:
@@ -69,7 +57,7 @@ def complete(
     instant: Instant,
     metadata: CommitMetadata | None,
     content: bytes,
-    participants: Sequence[Any] = (),
+    participants: Sequence[CommitParticipant] = (),
 ) -> Instant:
     """Complete the inflight ``instant`` with ``content``; call under the table lock.
 

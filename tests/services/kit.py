@@ -12,7 +12,8 @@ from hudi import HudiTable as RsTable
 
 import hudisql
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.table.write_create import create_table
+from hudisql.txn.writer import WriteClient
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()),
                     ("city", pa.string())])

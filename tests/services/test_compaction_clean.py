@@ -14,7 +14,7 @@ from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Action
 from hudisql.table.service_plans import CleanMetadata, clean_plan, compaction_plan
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient
+from hudisql.txn.writer import WriteClient
 from tests.services.kit import (
     Crash,
     crash_at,

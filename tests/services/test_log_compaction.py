@@ -23,7 +23,7 @@ from hudisql.table.log.reader import decode_data_block, scan_log_file
 from hudisql.table.log_compaction import PLANNED_INSTANTS_KEY, execute_slice
 from hudisql.table.service_plans import LOG_COMPACTION_EXECUTOR, compaction_plan
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient
+from hudisql.txn.writer import WriteClient
 from tests.services.kit import (
     Crash,
     crash_at,

@@ -14,6 +14,7 @@ from hudisql.services.compaction import run_compaction
 from hudisql.services.log_compaction import run_log_compaction
 from hudisql.table.instant import Action
 from hudisql.table.table import HudiTable
+from hudisql.txn.transaction import Transaction
 from tests.services.kit import mor_table, rows, rs_rows, snapshots, upserts
 
 CHILD = """
@@ -81,4 +82,23 @@ def test_a_killed_compaction_runs_again(tmp_path: Path, step: str) -> None:
     result = run_compaction(HudiTable.open(str(path)))
     assert result is not None and result.instant == pending.timestamp
     assert {k: v for k, v in snapshots(path).items() if k != result.instant} == before
+    assert rows(path) == rs_rows(path)
+
+
+def test_a_killed_log_compaction_is_rolled_back_by_the_next_writer(tmp_path: Path) -> None:
+    client = mor_table(tmp_path)
+    upserts(client, 6)
+    path = tmp_path / "t"
+    _kill_at(path, "log", "written")
+    [pending] = HudiTable.open(str(path)).timeline.pending([Action.LOGCOMPACTION])
+    _expire_heartbeats(path)
+    before = rows(path)
+    # The next writer (the Spark pipeline's transaction) rolls it back when it starts.
+    txn = Transaction(HudiTable.open(str(path)), {}, "UPSERT")
+    txn.start()
+    txn.commit([], HudiTable.open(str(path)).avro_schema)
+    timeline = HudiTable.open(str(path)).timeline
+    assert timeline.pending([Action.LOGCOMPACTION]) == []
+    assert pending.timestamp in timeline.rolled_back_instants()
+    assert rows(path) == before
     assert rows(path) == rs_rows(path)
