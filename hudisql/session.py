@@ -471,7 +471,13 @@ class HudiTableHandle:
         merged = {**self.session.options, **options}
         writer = SparkWriter(self.session.spark, self.path, merged, on_step=self._on_step())
         with self._bracket():
-            return writer.write(df, operation)
+            result = writer.write(df, operation)
+        from hudisql.services.inline import run_inline_services
+
+        maintenance = self.maintenance
+        maintenance.options = merged
+        run_inline_services(maintenance)
+        return result
 
     @property
     def maintenance(self) -> Maintenance:

@@ -50,7 +50,8 @@ class Maintenance:
     bracket: Callable[[], AbstractContextManager[object]] = nullcontext
     participants: Callable[[HudiTable], Sequence[Any]] = no_participants
 
-    def _table(self) -> HudiTable:
+    def open_table(self) -> HudiTable:
+        """The table, freshly loaded."""
         return HudiTable.open(self.path)
 
     def _merged(self, options: Mapping[str, str]) -> dict[str, str]:
@@ -64,7 +65,7 @@ class Maintenance:
         """
         with self.bracket():
             return log_compaction.schedule_log_compaction(
-                self._table(), self._merged(options), runner=self.runner)
+                self.open_table(), self._merged(options), runner=self.runner)
 
     def run_log_compaction(self, instant: str | None = None, **options: str) -> (
             ServiceResult | None):
@@ -76,7 +77,7 @@ class Maintenance:
         Raises:
             TableServiceError: a copy-on-write table, or ``instant`` is not a pending plan.
         """
-        table = self._table()
+        table = self.open_table()
         with self.bracket():
             return log_compaction.run_log_compaction(
                 table, instant, self._merged(options), runner=self.runner,
@@ -84,7 +85,7 @@ class Maintenance:
 
     def show_log_compaction(self, limit: int = 20) -> pa.Table:
         """The log compaction instants, newest first: timestamp, operation_size, state."""
-        return log_compaction.show_service_plans(self._table(), Action.LOGCOMPACTION, limit)
+        return log_compaction.show_service_plans(self.open_table(), Action.LOGCOMPACTION, limit)
 
     def schedule_compaction(self, **options: str) -> str | None:
         """Plan a compaction of every slice with logs; returns its instant time (or None).
@@ -94,7 +95,7 @@ class Maintenance:
         """
         with self.bracket():
             return compaction.schedule_compaction(
-                self._table(), self._merged(options), runner=self.runner)
+                self.open_table(), self._merged(options), runner=self.runner)
 
     def run_compaction(self, instant: str | None = None, **options: str) -> ServiceResult | None:
         """Run the compaction planned at ``instant`` (default: the oldest pending plan, else
@@ -103,7 +104,7 @@ class Maintenance:
         Raises:
             TableServiceError: a copy-on-write table, or ``instant`` is not a pending plan.
         """
-        table = self._table()
+        table = self.open_table()
         with self.bracket():
             return compaction.run_compaction(
                 table, instant, self._merged(options), runner=self.runner,
@@ -111,7 +112,7 @@ class Maintenance:
 
     def show_compaction(self, limit: int = 20) -> pa.Table:
         """The compaction instants, newest first: timestamp, operation_size, state."""
-        return log_compaction.show_service_plans(self._table(), Action.COMPACTION, limit)
+        return log_compaction.show_service_plans(self.open_table(), Action.COMPACTION, limit)
 
     def run_clean(self, **options: str) -> CleanMetadata | None:
         """Delete the file slices no reader as of a retained instant needs.
@@ -124,4 +125,4 @@ class Maintenance:
                 latest slices (``hoodie.cleaner.commits.retained`` below 1).
         """
         with self.bracket():
-            return clean.run_clean(self._table(), self._merged(options))
+            return clean.run_clean(self.open_table(), self._merged(options))

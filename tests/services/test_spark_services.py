@@ -99,3 +99,29 @@ def test_bad_input_is_refused_and_leaves_the_table_unchanged(
     with pytest.raises(SqlParseError, match="takes a table name, not a path"):
         session.sql(f"RUN LOG COMPACTION ON '{path}'")
     assert files(path) == untouched
+
+
+def test_inline_log_compaction_and_compaction_after_writes(
+    spark: SparkSession, tmp_path: Path,
+) -> None:
+    catalog = SqlCatalog("test", uri=f"sqlite:///{tmp_path}/catalog.db",
+                         warehouse=str(tmp_path / "warehouse"), poll_interval=0)
+    conf = {"hoodie.log.compaction.inline": "true",
+            "hoodie.log.compaction.blocks.threshold": "3",
+            "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "6"}
+    session = hudisql.connect(spark, warehouse=tmp_path / "warehouse", catalog=catalog,
+                              conf=conf)
+    try:
+        path = _mor(session, tmp_path, updates=3)
+        assert [r["state"] for r in session.sql("SHOW LOG COMPACTION ON t").collect()] == [
+            "COMPLETED"]
+        assert session.sql("SHOW COMPACTION ON t").collect() == []
+        for i in range(3):
+            session.sql(f"UPDATE t SET v = 'w{i}', ts = {20 + i} WHERE id = 3")
+        assert [r["state"] for r in session.sql("SHOW COMPACTION ON t").collect()] == [
+            "COMPLETED"]
+        got = session.sql("SELECT id, v FROM t ORDER BY id").collect()
+        assert [(r["id"], r["v"]) for r in got] == [(1, "u2"), (2, "u2"), (3, "w2")]
+        assert rows(path) == rs_rows(path)
+    finally:
+        catalog.close()
