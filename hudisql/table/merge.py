@@ -42,6 +42,7 @@ from hudisql.table.log.format import BlockType, DeleteRecord, LogBlockInfo
 from hudisql.table.log.reader import (
     decode_data_block,
     decode_delete_block,
+    scan_blocks,
     scan_log_file,
 )
 from hudisql.table.properties import TableProperties
@@ -65,6 +66,9 @@ __all__ = [
 ]
 
 RECORD_KEY_COLUMN = "_hoodie_record_key"
+#: Log files up to this size are read whole at once; larger ones are scanned header by
+#: header and read only when they hold a block to merge.
+EAGER_READ_BYTES = 1 << 20
 #: Rows per base-file batch of a streamed merge.
 STREAM_BATCH_ROWS = 65536
 
@@ -371,12 +375,17 @@ def _decode_logs(
 ) -> _DecodedLogs:
     """Read, judge and decode the slice's log blocks (corrupt ones warned about, skipped)."""
     blocks: list[LogBlockInfo] = []
+    log_bytes: dict[str, bytes] = {}
     for log in file_slice.log_files:
-        blocks.extend(scan_log_file(storage, log.path))  # headers only
+        if log.size <= EAGER_READ_BYTES:  # one request: read it whole, scan the bytes
+            data = log_bytes[log.path] = storage.read_bytes(log.path)
+            blocks.extend(scan_blocks(data, log_file=log.path))
+        else:  # headers only: a large file a log compaction replaced is never read
+            blocks.extend(scan_log_file(storage, log.path))
     report = plan_log_blocks(blocks, visible, reconcile=reconcile)
-    # Only files with a block to merge are read: blocks a log compaction replaced are not.
-    log_bytes = {path: storage.read_bytes(path)
-                 for path in dict.fromkeys(b.log_file for b in report.merged)}
+    for path in dict.fromkeys(b.log_file for b in report.merged):
+        if path not in log_bytes:
+            log_bytes[path] = storage.read_bytes(path)
     for block in report.corrupt:
         _warn_corrupt(block)
     ordered: list[pa.Table | _Deletes] = []
