@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from hudi import HudiReadOptions
 from hudi import HudiTable as RsTable
 
 import hudisql
@@ -51,9 +52,12 @@ def rows(path: Path | str, as_of: str | None = None) -> list[dict[str, Any]]:
     return table.drop_columns([FILE_NAME]).sort_by(KEY).to_pylist()
 
 
-def rs_rows(path: Path | str) -> list[dict[str, Any]]:
-    """hudi-rs's rows of the table, sorted by key."""
-    batches = RsTable(str(path)).read()
+def rs_rows(path: Path | str, as_of: str | None = None) -> list[dict[str, Any]]:
+    """hudi-rs's rows of the table (as of ``as_of``), sorted by key."""
+    options = HudiReadOptions()
+    if as_of is not None:
+        options = options.with_as_of_timestamp(as_of)
+    batches = RsTable(str(path)).read(options)
     if not batches:
         return []
     return pa.Table.from_batches(batches).drop_columns([FILE_NAME]).sort_by(KEY).to_pylist()
@@ -69,6 +73,13 @@ def snapshots(path: Path | str) -> dict[str, list[dict[str, Any]]]:
     """hudisql's rows as of every completed write instant, and now (key "")."""
     out = {ts: rows(path, ts) for ts in write_instants(path)}
     out[""] = rows(path)
+    return out
+
+
+def rs_snapshots(path: Path | str) -> dict[str, list[dict[str, Any]]]:
+    """hudi-rs's rows as of every completed write instant, and now (key "")."""
+    out = {ts: rs_rows(path, ts) for ts in write_instants(path)}
+    out[""] = rs_rows(path)
     return out
 
 
