@@ -28,9 +28,10 @@ def rec(i: int, ts: int, v: str) -> dict[str, Any]:
     return {"id": f"k{i}", "ts": ts, "v": v, "city": CITIES[i % 2]}
 
 
-def mor_table(root: Path, keys: int = 6, table_type: str = "MERGE_ON_READ") -> WriteClient:
+def mor_table(root: Path, keys: int = 6, table_type: str = "MERGE_ON_READ",
+              precombine: str | None = "ts") -> WriteClient:
     """A table with ``keys`` inserted records (one file group per city)."""
-    table = create_table(root / "t", "t", SCHEMA, "id", ["city"], "ts", table_type)
+    table = create_table(root / "t", "t", SCHEMA, "id", ["city"], precombine, table_type)
     client = WriteClient(table)
     client.insert([rec(i, 1, "ins") for i in range(keys)])
     return client
