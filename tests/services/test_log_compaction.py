@@ -316,3 +316,21 @@ def test_hudi_rs_reads_exactly_hudisqls_rows_around_log_compaction(
     got = {r["id"]: r["v"] for r in rows(path)}
     assert "k3" not in got and got["k1"] == "w-back" and got["k4"] == "w"
     assert got["k2"] == ("hi" if precombine else "lower")
+
+
+def test_a_live_run_is_not_run_twice(tmp_path: Path) -> None:
+    from hudisql.txn.heartbeat import Heartbeat
+
+    _, path, _ = _table(tmp_path)
+    table = HudiTable.open(str(path))
+    lc = schedule_log_compaction(table)
+    assert lc is not None
+    table = table.reload()
+    table.timeline.transition_to_inflight(table.timeline.get(lc))  # type: ignore[arg-type]
+    untouched = files(path)
+    with Heartbeat(table.storage, lc):  # another process runs it and is alive
+        with pytest.raises(TableServiceError, match="another process is running it"):
+            run_log_compaction(HudiTable.open(str(path)), lc)
+        assert run_log_compaction(HudiTable.open(str(path))) is None  # its groups are busy
+        assert {k: v for k, v in files(path).items() if ".heartbeat" not in k} == {
+            k: v for k, v in untouched.items() if ".heartbeat" not in k}
