@@ -10,9 +10,10 @@
 - ``KEEP_LATEST_FILE_VERSIONS``: keep the latest ``hoodie.cleaner.fileversions.retained``
   (default 3) slices of every file group.
 
-The latest slice of a file group is never deleted, nor a slice whose base instant is
-savepointed; settings that would delete latest slices (a retained count below 1) are
-refused. The plan is Hudi's ``HoodieCleanerPlan`` (full file paths) in
+File groups a replacecommit (insert overwrite, clustering) no later than E replaced are
+deleted whole. The latest slice of a live file group is never deleted, nor a slice whose
+base instant is savepointed; settings that would delete latest slices (a retained count
+below 1) are refused. The plan is Hudi's ``HoodieCleanerPlan`` (full file paths) in
 ``<ts>.clean.requested``; the completed ``<ts>.clean`` holds ``HoodieCleanMetadata``.
 Log files a log compaction replaced stay with their slice until it is cleaned (RFC-48).
 """
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hudisql.errors import TableServiceError
+from hudisql.table.filenames import BaseFileName, LogFileName
 from hudisql.table.fsview import FileSystemView
 from hudisql.table.instant import Action, Instant, State
 from hudisql.table.service_plans import (
@@ -132,12 +134,31 @@ def plan_clean(
                 continue
             files.setdefault(group.partition_path, []).extend(
                 CleanFileInfo(storage.full_path(path)) for path in old.paths)
+    if earliest is not None:
+        _replaced_groups(storage, timeline, earliest.timestamp, files)
     if not files:
         return None
     if earliest is not None:
         earliest = Instant(earliest.timestamp, earliest.action, State.COMPLETED)
     return CleanerPlan(policy=settings.policy, earliest_instant_to_retain=earliest,
                        file_paths_to_be_deleted_per_partition=files)
+
+
+def _replaced_groups(storage: Storage, timeline: Timeline, earliest: str,
+                     files: dict[str, list[CleanFileInfo]]) -> None:
+    """Add the files of file groups a replacecommit no later than ``earliest`` replaced: no
+    reader as of a retained instant reads them."""
+    for instant in timeline.completed([Action.REPLACECOMMIT]):
+        if instant.timestamp > earliest:
+            continue
+        replaced = timeline.commit_metadata(instant).partition_to_replace_file_ids
+        for partition, file_ids in replaced.items():
+            ids = set(file_ids)
+            for status in storage.list_dir(partition):
+                parsed = BaseFileName.parse(status.name) or LogFileName.parse(status.name)
+                if not status.is_dir and parsed is not None and parsed.file_id in ids:
+                    files.setdefault(partition, []).append(
+                        CleanFileInfo(storage.full_path(status.path)))
 
 
 def _relative(storage: Storage, path: str) -> str:

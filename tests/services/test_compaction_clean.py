@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from hudisql.errors import CommitConflictError, TableServiceError
@@ -182,4 +183,30 @@ def test_keep_latest_file_versions(tmp_path: Path) -> None:
     assert result is not None
     table = HudiTable.open(str(path))
     assert all(len(g.slices) == 2 for g in table.file_system_view().file_groups())
+    assert rows(path) == now == rs_rows(path)
+
+
+def test_clean_deletes_file_groups_an_old_replacecommit_replaced(tmp_path: Path) -> None:
+    from hudisql.table.write_files import write_base_file
+
+    client = mor_table(tmp_path)
+    path = tmp_path / "t"
+    table = HudiTable.open(str(path))
+    [sf] = [s for s in table.file_slices() if s.partition_path == "city=sf"]
+    # An insert overwrite of city=sf: a new file group replaces the old one.
+    timeline = table.timeline
+    inflight = timeline.transition_to_inflight(timeline.create_requested(Action.REPLACECOMMIT))
+    records = pa.table({"_hoodie_record_key": ["k9"], "id": ["k9"], "ts": [5], "v": ["new"],
+                        "city": ["sf"]})
+    stat = write_base_file(table.storage, "city=sf", "new-group-0", inflight.timestamp,
+                           "0-1-1", records, table.avro_schema)
+    meta = CommitMetadata(extra_metadata={"schema": table.avro_schema},
+                          operation_type="INSERT_OVERWRITE",
+                          partition_to_replace_file_ids={"city=sf": [sf.file_id]})
+    meta.add_write_stat(stat)
+    timeline.complete(inflight, meta.to_json(replace=True))
+    upserts(client, 1, start=30)
+    now = rows(path)
+    assert run_clean(HudiTable.open(str(path)), {"hoodie.cleaner.commits.retained": "1"})
+    assert not [p for p in (path / "city=sf").iterdir() if p.name.startswith(sf.file_id)]
     assert rows(path) == now == rs_rows(path)
