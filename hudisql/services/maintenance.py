@@ -9,6 +9,7 @@ managed table), and returns plain results: instant times, :class:`ServiceResult`
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -33,11 +34,12 @@ def no_participants(table: HudiTable) -> Sequence[Any]:
 
 def metadata_participants(table: HudiTable) -> Sequence[Any]:
     """The table's commit participants: its metadata table's, when it has one."""
-    try:
-        from hudisql.metadata import participants_for  # type: ignore[attr-defined]
-    except ImportError:  # a build without the metadata table
+    try:  # by name: the metadata table package sits above txn and may be absent
+        metadata = importlib.import_module("hudisql.metadata")
+    except ImportError:
         return ()
-    return list(participants_for(table))
+    participants_for = getattr(metadata, "participants_for", None)
+    return list(participants_for(table)) if participants_for is not None else ()
 
 
 @dataclass
