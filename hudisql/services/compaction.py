@@ -40,10 +40,11 @@ from hudisql.table.compaction import (
     plan_slice,
     revert_compaction,
 )
+from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSlice
 from hudisql.table.instant import Action
 from hudisql.table.log_compaction import file_groups_in_pending_services
-from hudisql.table.service_plans import CompactionOperation
+from hudisql.table.service_plans import CompactionOperation, CompactionPlan
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import MARKER_DIR, parquet_codec
 from hudisql.txn.participant import CommitParticipant
@@ -112,6 +113,18 @@ def _execute_task(path: str, operation: CompactionOperation, instant_time: str,
                          instant_time, attempt.write_token, avro_schema, compression)
 
 
+def _remove_unkept_base_files(table: HudiTable, plan: CompactionPlan, instant_time: str,
+                              stats: Sequence[WriteStat]) -> None:
+    """Delete this compaction's base files no kept write stat names (left out file groups,
+    failed or duplicate task attempts), so no reader can pick one."""
+    kept = {s.path for s in stats if s.path}
+    for partition in sorted({op.partition_path for op in plan.operations}):
+        for status in table.storage.list_dir(partition):
+            parsed = BaseFileName.parse(status.name)
+            if parsed is not None and parsed.instant == instant_time and status.path not in kept:
+                table.storage.delete(status.path)
+
+
 def run_compaction(
     table: HudiTable,
     instant_time: str | None = None,
@@ -166,10 +179,8 @@ def run_compaction(
             with table_lock(table, options):
                 fresh = table.reload()
                 late = late_writes(fresh.timeline, plan, instant_time)
-                for stat in stats:
-                    if stat.file_id in late and stat.path:
-                        fresh.storage.delete(stat.path)
                 stats = [s for s in stats if s.file_id not in late]
+                _remove_unkept_base_files(fresh, plan, instant_time, stats)
                 metadata = compaction_metadata(stats, schema)
                 on_step("completing", instant_time)
                 complete(fresh, instant, metadata, metadata.to_json(), participants)

@@ -43,6 +43,7 @@ from hudisql.table.log_compaction import (
     planned_instants,
 )
 from hudisql.table.service_plans import CompactionOperation, CompactionPlan, compaction_plan
+from hudisql.table.spurious_files import remove_spurious_log_files
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import MARKER_DIR
 from hudisql.txn.participant import CommitParticipant
@@ -244,6 +245,8 @@ def run_log_compaction(
         with table_lock(table, options):
             rollback_locked(table, instant_time, participants)
         raise
+    # Tidiness only: readers skip them already (the commit names its log files).
+    remove_spurious_log_files(table.storage, instant_time, metadata)
     table.storage.delete_dir(f"{MARKER_DIR}/{instant_time}")
     on_step("completed", instant_time)
     return ServiceResult(instant_time, len(stats), tuple(stats))

@@ -79,6 +79,9 @@ def test_a_write_after_the_plan_keeps_its_file_group_out(tmp_path: Path) -> None
     client.upsert([rec(0, 60, "late")])  # k0 lives in the sf file group
     result = run_compaction(HudiTable.open(str(path)), compaction)
     assert result is not None and result.file_groups == 1
+    # The left-out file group's new base file is gone: no reader can pick it.
+    assert not list((path / "city=sf").glob(f"*_{compaction}.parquet"))
+    assert len(list((path / "city=la").glob(f"*_{compaction}.parquet"))) == 1
     got = {r["id"]: r["v"] for r in rows(path)}
     assert got["k0"] == "late"
     assert rows(path) == rs_rows(path)
