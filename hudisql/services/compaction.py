@@ -15,11 +15,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
-from hudisql.services.log_compaction import (
-    ServiceResult,
-    pending_plan,
-    require_merge_on_read,
-)
+from hudisql.services.plans import ServiceResult, pending_plan, require_merge_on_read
 from hudisql.services.protocol import (
     StepHook,
     complete,

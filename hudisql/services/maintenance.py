@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from hudisql.services import clean, compaction, log_compaction
-from hudisql.services.log_compaction import ServiceResult
+from hudisql.services.plans import ServiceResult, show_service_plans
 from hudisql.services.runner import LocalRunner, SliceRunner
 from hudisql.table.instant import Action
 from hudisql.table.service_plans import CleanMetadata
@@ -87,7 +87,7 @@ class Maintenance:
 
     def show_log_compaction(self, limit: int = 20) -> pa.Table:
         """The log compaction instants, newest first: timestamp, operation_size, state."""
-        return log_compaction.show_service_plans(self.open_table(), Action.LOGCOMPACTION, limit)
+        return show_service_plans(self.open_table(), Action.LOGCOMPACTION, limit)
 
     def schedule_compaction(self, **options: str) -> str | None:
         """Plan a compaction of every slice with logs; returns its instant time (or None).
@@ -114,7 +114,7 @@ class Maintenance:
 
     def show_compaction(self, limit: int = 20) -> pa.Table:
         """The compaction instants, newest first: timestamp, operation_size, state."""
-        return log_compaction.show_service_plans(self.open_table(), Action.COMPACTION, limit)
+        return show_service_plans(self.open_table(), Action.COMPACTION, limit)
 
     def run_clean(self, **options: str) -> CleanMetadata | None:
         """Delete the file slices no reader as of a retained instant needs.

@@ -10,7 +10,7 @@ import pytest
 from hudisql.errors import CommitConflictError, TableServiceError
 from hudisql.services.clean import run_clean
 from hudisql.services.compaction import run_compaction, schedule_compaction
-from hudisql.services.log_compaction import show_service_plans
+from hudisql.services.plans import show_service_plans
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Action
 from hudisql.table.service_plans import CleanMetadata, clean_plan, compaction_plan

@@ -11,11 +11,8 @@ import pytest
 
 from hudisql.errors import TableServiceError
 from hudisql.services.compaction import run_compaction, schedule_compaction
-from hudisql.services.log_compaction import (
-    run_log_compaction,
-    schedule_log_compaction,
-    show_service_plans,
-)
+from hudisql.services.log_compaction import run_log_compaction, schedule_log_compaction
+from hudisql.services.plans import show_service_plans
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Action
 from hudisql.table.log.format import BlockType, HeaderKey
