@@ -16,6 +16,7 @@ from hudisql.errors import (
     HudiSqlError,
     SqlParseError,
     TableNotFoundError,
+    TableServiceError,
     UnsupportedTableVersionError,
 )
 
@@ -31,6 +32,7 @@ __all__ = [
     "HudiSqlError",
     "SqlParseError",
     "TableNotFoundError",
+    "TableServiceError",
     "UnsupportedTableVersionError",
     "connect",
     "load_ipython_extension",
