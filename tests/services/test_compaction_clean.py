@@ -213,3 +213,15 @@ def test_clean_deletes_file_groups_an_old_replacecommit_replaced(tmp_path: Path)
     assert run_clean(HudiTable.open(str(path)), {"hoodie.cleaner.commits.retained": "1"})
     assert not [p for p in (path / "city=sf").iterdir() if p.name.startswith(sf.file_id)]
     assert rows(path) == now == rs_rows(path)
+
+
+def test_clean_of_a_copy_on_write_table_keeps_retained_versions(tmp_path: Path) -> None:
+    client = mor_table(tmp_path, table_type="COPY_ON_WRITE")
+    done = upserts(client, 3)
+    path = tmp_path / "t"
+    keep = {ts: rows(path, ts) for ts in done[-2:]}
+    result = run_clean(HudiTable.open(str(path)), {"hoodie.cleaner.commits.retained": "2"})
+    assert result is not None and result.total_files_deleted == 2 * 2  # 2 old versions x 2
+    assert {ts: rows(path, ts) for ts in done[-2:]} == keep
+    assert {ts: rs_rows(path, ts) for ts in done[-2:]} == keep
+    assert all(len(list(p.glob("*.parquet"))) == 2 for p in path.glob("city=*"))
