@@ -55,11 +55,14 @@ def _plan_task(
     return plan_slice(table.storage, table.timeline, file_slice)
 
 
-def _revert_abandoned(table: HudiTable, options: Mapping[str, str]) -> None:
+def _revert_abandoned(table: HudiTable, options: Mapping[str, str],
+                      participants: Sequence[CommitParticipant]) -> None:
     for pending in table.timeline.pending([Action.COMPACTION]):
         if pending.is_inflight and is_abandoned_instant(table, pending.timestamp, options):
             with table_lock(table, options):
                 fresh = table.reload()
+                for participant in participants:
+                    participant.on_rollback(fresh, pending)
                 revert_compaction(fresh.storage, fresh.timeline, pending.timestamp)
 
 
@@ -145,7 +148,7 @@ def run_compaction(
     require_merge_on_read(table, "RUN COMPACTION")
     runner = runner or LocalRunner()
     table = table.reload()
-    _revert_abandoned(table, options)
+    _revert_abandoned(table, options, participants)
     table = table.reload()
     if instant_time is None:
         waiting = [i for i in table.timeline.pending([Action.COMPACTION]) if i.is_requested]

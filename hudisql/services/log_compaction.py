@@ -78,8 +78,11 @@ def schedule_log_compaction(
     options: Mapping[str, str] | None = None,
     *,
     runner: SliceRunner | None = None,
+    participants: Sequence[CommitParticipant] = (),
 ) -> str | None:
     """Plan a log compaction of the table; returns its instant time (None: nothing qualifies).
+
+    A log compaction whose run died is rolled back first (``participants`` are told).
 
     Raises:
         TableServiceError: a copy-on-write table, or bad settings.
@@ -88,7 +91,7 @@ def schedule_log_compaction(
     require_merge_on_read(table, "SCHEDULE LOG COMPACTION")
     settings = LogCompactionSettings.parse(options)
     table = table.reload()
-    rollback_abandoned(table, options, Action.LOGCOMPACTION)
+    rollback_abandoned(table, options, Action.LOGCOMPACTION, participants)
     table = table.reload()
     busy = file_groups_in_pending_services(
         table.timeline, [Action.LOGCOMPACTION, Action.CLUSTERING, Action.REPLACECOMMIT])
@@ -145,11 +148,11 @@ def run_log_compaction(
     runner = runner or LocalRunner()
     if instant_time is None:
         table = table.reload()
-        rollback_abandoned(table, options, Action.LOGCOMPACTION)
+        rollback_abandoned(table, options, Action.LOGCOMPACTION, participants)
         waiting = [i for i in table.reload().timeline.pending([Action.LOGCOMPACTION])
                    if i.is_requested]
         instant_time = waiting[0].timestamp if waiting else schedule_log_compaction(
-            table, options, runner=runner)
+            table, options, runner=runner, participants=participants)
         if instant_time is None:
             return None
     table = table.reload()

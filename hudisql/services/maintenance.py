@@ -65,9 +65,11 @@ class Maintenance:
         Raises:
             TableServiceError: a copy-on-write table, or bad settings.
         """
+        table = self.open_table()
         with self.bracket():
             return log_compaction.schedule_log_compaction(
-                self.open_table(), self._merged(options), runner=self.runner)
+                table, self._merged(options), runner=self.runner,
+                participants=self.participants(table))
 
     def run_log_compaction(self, instant: str | None = None, **options: str) -> (
             ServiceResult | None):
