@@ -18,6 +18,7 @@ from hudisql.errors import (
     ReadOptionError,
     SqlParseError,
     TableNotFoundError,
+    TableServiceError,
     UnsupportedTableVersionError,
 )
 
@@ -35,6 +36,7 @@ __all__ = [
     "ReadOptionError",
     "SqlParseError",
     "TableNotFoundError",
+    "TableServiceError",
     "UnsupportedTableVersionError",
     "connect",
     "load_ipython_extension",

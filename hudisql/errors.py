@@ -55,6 +55,11 @@ class ConcurrentSchemaEvolutionError(CommitConflictError):
     """Concurrent writers evolved the table schema incompatibly (RFC-82, cases 3 and 8)."""
 
 
+class TableServiceError(HudiSqlError):
+    """A table service (compaction, log compaction, clean) was refused: wrong table type,
+    no such pending plan, or settings that would lose data; the table is unchanged."""
+
+
 class LockError(HudiSqlError):
     """The table lock could not be acquired in time, or was lost."""
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from hudisql.catalog import Catalog, TableName
     from hudisql.sql.inspect import TableInspector
+    from hudisql.services.maintenance import Maintenance
     from hudisql.table import HudiTable
     from hudisql.txn.transaction import StepHook
     from hudisql.write.dataframe_writer import Committer
@@ -498,7 +499,26 @@ class HudiTableHandle:
         merged = {**self.session.options, **options}
         writer = SparkWriter(self.session.spark, self.path, merged, on_step=self._on_step())
         with self._bracket():
-            return writer.write(df, operation)
+            result = writer.write(df, operation)
+        from hudisql.services.inline import run_inline_services
+
+        maintenance = self.maintenance
+        maintenance.options = merged
+        run_inline_services(maintenance)
+        return result
+
+    @property
+    def maintenance(self) -> Maintenance:
+        """This table's services, run as Spark jobs: ``run_log_compaction()``,
+        ``schedule_log_compaction()``, ``show_log_compaction()``, ``run_compaction()``,
+        ``schedule_compaction()``, ``show_compaction()``, ``run_clean()`` (the SQL
+        statements and procedures call the same methods)."""
+        from hudisql.services.maintenance import Maintenance, metadata_participants
+        from hudisql.services.runner import SparkRunner
+
+        return Maintenance(self.path, dict(self.session.options),
+                           SparkRunner(self.session.spark), bracket=self._bracket,
+                           participants=metadata_participants)
 
     def _bracket(self) -> AbstractContextManager[object]:
         """The context a commit runs in: a catalog write id for a managed catalog table."""

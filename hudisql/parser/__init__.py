@@ -31,6 +31,7 @@ from hudisql.parser.dialect import Hudi
 from hudisql.parser.parser import HudiParser
 from hudisql.parser.procedures import PROCEDURES
 from hudisql.parser.script import Statement, parse_script
+from hudisql.parser.services import ShowTableService, TableService
 from hudisql.parser.statements import STATEMENTS
 
 __all__ = [
@@ -52,10 +53,12 @@ __all__ = [
     "RollbackToInstant",
     "ShowCommits",
     "ShowLogBlocks",
+    "ShowTableService",
     "ShowTimeline",
     "Statement",
     "TableName",
     "Unparsed",
+    "TableService",
     "Update",
     "parse_script",
 ]

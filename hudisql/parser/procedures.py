@@ -132,6 +132,20 @@ def _build_show_log_blocks(p: HudiParser, args: dict[str, Argument], at: Token) 
     return ShowLogBlocks(_table(p, args["table"]), None if file_id is None else str(file_id))
 
 
+def _service_procedures() -> list[Procedure]:
+    from hudisql.parser.services import build_clean, build_run, build_show
+
+    target = (Parameter("table", str), Parameter("path", str))
+    return [
+        *(Procedure(f"run_{s}", (Parameter("op", str, default="run"), *target,
+                                  Parameter("timestamp", int)), build_run(s))
+          for s in ("compaction", "log_compaction")),
+        *(Procedure(f"show_{s}", (*target, Parameter("limit", int, default=20)), build_show(s))
+          for s in ("compaction", "log_compaction")),
+        Procedure("run_clean", (*target, Parameter("options", str)), build_clean),
+    ]
+
+
 PROCEDURES: dict[str, Procedure] = {
     proc.name: proc
     for proc in (
@@ -155,6 +169,7 @@ PROCEDURES: dict[str, Procedure] = {
             (Parameter("table", str, required=True), Parameter("instant_time", str, True)),
             _build_rollback,
         ),
+        *_service_procedures(),
     )
 }
 

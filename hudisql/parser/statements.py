@@ -24,6 +24,7 @@ from hudisql.parser.dml import (
     parse_with,
 )
 from hudisql.parser.procedures import parse_call, parse_show_timeline
+from hudisql.parser.services import SERVICE_STATEMENTS
 
 if t.TYPE_CHECKING:
     from hudisql.parser.parser import StatementParser
@@ -42,4 +43,5 @@ STATEMENTS: dict[tuple[str, ...], StatementParser] = {
     ("MERGE", "INTO"): parse_merge,
     ("SHOW", "TIMELINE"): parse_show_timeline,
     ("CALL",): parse_call,
+    **SERVICE_STATEMENTS,
 }

@@ -14,7 +14,8 @@ from sqlglot.tokenizer_core import TokenType
 
 from hudisql.errors import HudiSqlError
 from hudisql.parser import commands as c
-from hudisql.sql import ddl, dml, names, table_statements, time_travel
+from hudisql.parser.services import ShowTableService, TableService
+from hudisql.sql import ddl, dml, names, services, table_statements, time_travel
 from hudisql.sql.frames import rows_frame
 from hudisql.sql.timeline import (
     COMMITS_COLUMNS,
@@ -160,6 +161,20 @@ def refuse_unparsed(ctx: StatementContext, command: c.Unparsed) -> DataFrame:
     raise command.error
 
 
+def _then_inline_services(executor: Executor) -> Executor:
+    """``executor``, then the inline table services the session's options turn on."""
+    def run(ctx: StatementContext, command: c.Command) -> DataFrame:
+        result = executor(ctx, command)
+        table = getattr(command, "table", None)
+        if isinstance(table, c.TableName) and ctx.entry(table) is not None:
+            from hudisql.services.inline import run_inline_services
+
+            run_inline_services(services.maintenance(ctx, TableService(
+                "log_compaction", "run", table)))
+        return result
+    return run
+
+
 EXECUTORS: dict[type[c.Command], Executor] = {
     c.Unparsed: refuse_unparsed,
     c.ShowTimeline: show_timeline,
@@ -169,8 +184,10 @@ EXECUTORS: dict[type[c.Command], Executor] = {
     c.DropTable: ddl.drop_table,
     c.AlterTableRename: ddl.rename_table,
     c.AlterTableAddColumns: ddl.add_columns,
-    c.Insert: dml.insert,
-    c.Update: dml.update,
-    c.Delete: dml.delete,
-    c.Merge: dml.merge,
+    c.Insert: _then_inline_services(dml.insert),
+    c.Update: _then_inline_services(dml.update),
+    c.Delete: _then_inline_services(dml.delete),
+    c.Merge: _then_inline_services(dml.merge),
+    TableService: services.table_service,
+    ShowTableService: services.show_table_service,
 }

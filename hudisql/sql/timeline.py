@@ -14,7 +14,7 @@ from dataclasses import astuple, dataclass, fields
 from datetime import datetime
 
 from hudisql.errors import CorruptTableError
-from hudisql.table.instant import Action, Instant, State, parse_instant_time
+from hudisql.table.instant import COMPLETED_AS, Action, Instant, State, parse_instant_time
 from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
 
@@ -163,9 +163,12 @@ def timeline_rows(table: HudiTable, limit: int | None = None) -> list[TimelineRo
         duration = None
         if requested is not None and completed is not None:
             duration = max(0, int((completed - requested).total_seconds() * 1000))
+        # A compaction, log compaction or clustering completes under another action's name
+        # (commit, deltacommit, replacecommit): show the action it was planned as.
+        action = next((f.action for f in files if f.action in COMPLETED_AS), instant.action)
         rows.append(TimelineRow(
             instant_time=instant.timestamp,
-            action=instant.action,
+            action=action,
             state=str(instant.state),
             requested_time=requested,
             inflight_time=_file_time(files, State.INFLIGHT),

@@ -25,9 +25,11 @@ one block apply one after another. SQL's null rule holds (``null + x`` is null);
 integer sum that overflows its type is an error, never a silently wrapped value.
 
 **Other readers.** Readers that do not know the property (Apache Hudi, the hudi-rs reader)
-take the records as whole rows: the operand as the value and nulls in the columns that
-were meant to be kept. A table with expression blocks must be read through hudisql until a
-compaction folds them into a base file.
+would take the records as whole rows: the operand as the value and nulls in the columns
+that were meant to be kept. So an expression block also carries hudisql's header key
+``HUDISQL_EXPRESSIONS`` (1001), which no Hudi reader knows: hudi-rs refuses the table
+("Invalid metadata key") instead of returning wrong rows, until a compaction folds the
+expressions into a base file. Log compaction never merges expression blocks.
 """
 
 from __future__ import annotations

@@ -35,10 +35,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudisql.errors import CorruptTableError, HudiSqlError, UnsupportedFormatError
+from hudisql.table.compacted import merge_order
 from hudisql.table.expressions import apply_expressions, block_expressions, merge_in_log_order
 from hudisql.table.fsview import FileSlice, VisibleInstants
-from hudisql.table.log.format import BlockType, LogBlockInfo
-from hudisql.table.log.reader import decode_data_block, decode_delete_block, scan_blocks
+from hudisql.table.log.format import BlockType, DeleteRecord, LogBlockInfo
+from hudisql.table.log.reader import (
+    decode_data_block,
+    decode_delete_block,
+    scan_blocks,
+    scan_log_file,
+)
 from hudisql.table.properties import TableProperties
 from hudisql.table.reconcile import BlockVerdict, ReconcileMode, Verdict, judge_log_blocks
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow, with_meta_fields
@@ -48,16 +54,21 @@ from hudisql.table.timeline import Timeline
 __all__ = [
     "RECORD_KEY_COLUMN",
     "CorruptLogBlockWarning",
+    "MergedLog",
     "SliceReadReport",
     "conform_table",
     "log_touched_keys",
     "merge_file_slice",
+    "merge_log_blocks",
     "plan_log_blocks",
     "read_file_slice",
     "stream_file_slice",
 ]
 
 RECORD_KEY_COLUMN = "_hoodie_record_key"
+#: Log files up to this size are read whole at once; larger ones are scanned header by
+#: header and read only when they hold a block to merge.
+EAGER_READ_BYTES = 1 << 20
 #: Rows per base-file batch of a streamed merge.
 STREAM_BATCH_ROWS = 65536
 
@@ -112,8 +123,9 @@ def plan_log_blocks(
             sequences), ``sequence`` (block sequences only) or ``off``.
 
     Returns:
-        A report whose ``merged`` list holds, in log order, the data and delete blocks a
-        reader as of ``visible`` merges; nothing is decoded here.
+        A report whose ``merged`` list holds the data and delete blocks a reader as of
+        ``visible`` merges, in merge order (log order, a log-compacted block in the slot of
+        the newest block it replaced: ``hudisql.table.compacted``); nothing is decoded here.
     """
     report = SliceReadReport()
     report.verdicts = judge_log_blocks(blocks, visible, reconcile)
@@ -122,11 +134,13 @@ def plan_log_blocks(
         if block.block_type == BlockType.COMMAND:
             report.commands.append(block)
         elif verdict.verdict == Verdict.VALID:
-            report.merged.append(block)
+            continue  # merged, in merge order below
         elif verdict.verdict == Verdict.NOT_VISIBLE and block.block_type not in _MERGED_BLOCKS:
             continue  # CDC blocks are neither merged nor reported
         else:
             getattr(report, _REPORT_LISTS[verdict.verdict]).append(block)
+    # A compacted block is merged in the slot of the newest block it replaced.
+    report.merged = merge_order(report.verdicts)
     return report
 
 
@@ -270,6 +284,79 @@ def log_touched_keys(
 
 
 @dataclass
+class MergedLog:
+    """The outcome of a run of log blocks merged among themselves (a log compaction's input).
+
+    ``records`` holds each key's winning record (meta columns kept), in log order;
+    ``deletes`` the deletes that keep the same effect on what comes before and after them,
+    in the order they must be written (before the records): a natural-order delete for a
+    key whose merge removed everything before it (followed by its record, or its ordered
+    delete), and each key's winning delete.
+    """
+
+    records: pa.Table
+    deletes: list[DeleteRecord]
+    #: The blocks merged, in merge order.
+    blocks: list[LogBlockInfo]
+
+
+def merge_log_blocks(
+    log_bytes: Mapping[str, bytes],
+    blocks: Sequence[LogBlockInfo],
+    props: TableProperties,
+    schema: pa.Schema,
+    partition_path: str,
+) -> MergedLog:
+    """Merge ``blocks`` (data and delete blocks, in merge order) into one outcome per key.
+
+    Merging the result in the blocks' place gives every reader the rows the blocks gave:
+    the winners keep their ordering values, meta columns and relative log order, and a
+    natural-order delete that wiped a key's earlier items is kept in front of it.
+
+    Args:
+        log_bytes: the content of each log file the blocks are in, by ``block.log_file``.
+        schema: the Arrow schema (meta columns included) of the records returned.
+
+    Raises:
+        HudiSqlError: an expression block among ``blocks`` (applied only with a base row),
+            or a block whose content does not decode.
+        UnsupportedFormatError: an HFile data block.
+    """
+    ordered: list[pa.Table | _Deletes] = []
+    for block in blocks:
+        if block_expressions(block) is not None:
+            raise HudiSqlError(
+                f"log block of instant {block.instant_time} in {block.log_file} is an "
+                "expression block: it is applied to base rows and cannot be log-compacted"
+            )
+        decoded = _decode(log_bytes[block.log_file], block)
+        if decoded is None:
+            raise HudiSqlError(
+                f"log block of instant {block.instant_time} in {block.log_file} does not "
+                "decode: roll back that instant before compacting its log"
+            )
+        ordered.append(decoded)
+    merger = _Merger(props, schema, schema.names)
+    if not ordered:
+        return MergedLog(schema.empty_table(), [], list(blocks))
+    outcome = merger.reduce_log(ordered)
+    winners = outcome.record[outcome.record >= 0]
+    records = outcome.records.take(pa.array(np.sort(winners), pa.int64()))
+    deletes: list[DeleteRecord] = []
+    keys = outcome.keys.to_pylist()
+    values = outcome.ordering.to_pylist() if outcome.ordering is not None else None
+    for k, key in enumerate(keys):
+        is_delete = outcome.record[k] < 0
+        natural = outcome.tier is None or int(outcome.tier[k]) == 0
+        if outcome.wiped[k] and not (is_delete and natural):
+            deletes.append(DeleteRecord(key, partition_path, 0))
+        if is_delete:
+            value = 0 if natural or values is None else values[k]
+            deletes.append(DeleteRecord(key, partition_path, value))
+    return MergedLog(conform_table(records, schema), deletes, list(blocks))
+
+
+@dataclass
 class _DecodedLogs:
     """A slice's judged log blocks, decoded in log order."""
 
@@ -287,13 +374,18 @@ def _decode_logs(
     reconcile: ReconcileMode | str,
 ) -> _DecodedLogs:
     """Read, judge and decode the slice's log blocks (corrupt ones warned about, skipped)."""
-    log_bytes: dict[str, bytes] = {}
     blocks: list[LogBlockInfo] = []
+    log_bytes: dict[str, bytes] = {}
     for log in file_slice.log_files:
-        data = storage.read_bytes(log.path)
-        log_bytes[log.path] = data
-        blocks.extend(scan_blocks(data, log_file=log.path))
+        if log.size <= EAGER_READ_BYTES:  # one request: read it whole, scan the bytes
+            data = log_bytes[log.path] = storage.read_bytes(log.path)
+            blocks.extend(scan_blocks(data, log_file=log.path))
+        else:  # headers only: a large file a log compaction replaced is never read
+            blocks.extend(scan_log_file(storage, log.path))
     report = plan_log_blocks(blocks, visible, reconcile=reconcile)
+    for path in dict.fromkeys(b.log_file for b in report.merged):
+        if path not in log_bytes:
+            log_bytes[path] = storage.read_bytes(path)
     for block in report.corrupt:
         _warn_corrupt(block)
     ordered: list[pa.Table | _Deletes] = []

@@ -339,7 +339,11 @@ def write_log_file(
         ident = None
         if attempt is not None:
             ident = block_identifier(attempt, block_sequence_start + len(blocks))
-        return _ordered_header(instant_time, text, ident)
+        header = _ordered_header(instant_time, text, ident)
+        if expressions is not None and text is data_schema_text:
+            # Readers that do not know expression blocks must refuse them, not misread them.
+            header[HeaderKey.HUDISQL_EXPRESSIONS] = json.dumps(dict(expressions))
+        return header
 
     blocks: list[bytes] = []
     n_records = 0

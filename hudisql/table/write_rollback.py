@@ -58,7 +58,8 @@ __all__ = [
 #: Called with (event, detail) at each step of a write or rollback; tests inject failures.
 StepHook = Callable[[str, str], None]
 
-_ROLLBACK_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT)
+# A pending log compaction is rolled back like a deltacommit (its plan goes too, as in Hudi).
+_ROLLBACK_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.LOGCOMPACTION)
 #: Completed writes a later write may build on (so only the latest is rolled back).
 _WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
 #: ``operationType`` of the writes that complete as a replacecommit.

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from hudisql.errors import CommitConflictError
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Action
+from hudisql.table.log_compaction import LOG_COMPACT_OPERATION
 from hudisql.table.table import HudiTable
 
 #: ``hoodie.write.concurrency.mode``: ``optimistic_concurrency_control`` checks conflicts.
@@ -61,7 +62,12 @@ def check_write_conflicts(
     for other in table.timeline.completed(_WRITE_ACTIONS):
         if other.timestamp in started_with or other.timestamp == instant_time:
             continue
-        clash = sorted(ours & _touched(table.timeline.commit_metadata(other)))
+        theirs = table.timeline.commit_metadata(other)
+        if theirs.operation_type == LOG_COMPACT_OPERATION:
+            # A log compaction only replaces blocks that readers merge in their place
+            # (RFC-48): it never conflicts with a write, whatever the file groups.
+            continue
+        clash = sorted(ours & _touched(theirs))
         if clash:
             groups = ", ".join(f"{p or '<root>'}/{f}" for p, f in clash[:10])
             raise CommitConflictError(

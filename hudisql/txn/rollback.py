@@ -77,7 +77,8 @@ def rollback_abandoned(
     """Roll back every pending write whose heartbeat expired; the caller holds the table lock.
 
     A pending replacecommit that is a clustering plan belongs to its table service and is
-    left alone.
+    left alone; so is a requested log compaction (a plan waiting to run). An inflight log
+    compaction whose run died is rolled back (its plan with it, as Hudi does).
 
     Returns:
         The instant times rolled back.
@@ -86,10 +87,12 @@ def rollback_abandoned(
     rolled_back = []
     table = table.reload()
     for pending in table.timeline.pending(
-            [Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT]):
+            [Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT, Action.LOGCOMPACTION]):
         if pending.action == Action.REPLACECOMMIT and not is_overwrite_write(
                 table.timeline, pending):
             continue
+        if pending.action == Action.LOGCOMPACTION and not pending.is_inflight:
+            continue  # a plan waiting to run, not a run that died
         if not is_abandoned(table.storage, pending.timestamp, interval, misses):
             continue
         # It may have completed since the listing (its heartbeat is gone then too): only a

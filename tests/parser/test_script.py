@@ -100,25 +100,25 @@ def test_pass_through_statements_never_reach_the_statement_parser() -> None:
 
 
 @dataclass(frozen=True)
-class RunLogCompaction(Command):
+class RunLogClustering(Command):
     table: TableName
 
 
-def _parse_run_log_compaction(p: HudiParser) -> RunLogCompaction:
-    p.expect_words("ON", what="RUN LOG COMPACTION ON <table>")
-    command = RunLogCompaction(p.parse_table_name("the table to compact"))
-    p.expect_end("RUN LOG COMPACTION ON <table>")
+def _parse_run_log_clustering(p: HudiParser) -> RunLogClustering:
+    p.expect_words("ON", what="RUN LOG CLUSTERING ON <table>")
+    command = RunLogClustering(p.parse_table_name("the table to cluster"))
+    p.expect_end("RUN LOG CLUSTERING ON <table>")
     return command
 
 
 class ExtendedParser(HudiParser):
-    STATEMENTS = {**HudiParser.STATEMENTS, ("RUN", "LOG", "COMPACTION"): _parse_run_log_compaction}
+    STATEMENTS = {**HudiParser.STATEMENTS, ("RUN", "LOG", "CLUSTERING"): _parse_run_log_clustering}
 
 
 def test_a_new_statement_is_one_table_entry_and_one_command_class() -> None:
-    statements = parse_script("RUN LOG COMPACTION ON db.t; RUN LOG", parser=ExtendedParser)
-    assert [s.command for s in statements] == [RunLogCompaction(TableName(("db", "t"))), None]
-    assert parse_script("RUN LOG COMPACTION ON db.t")[0].command is None
+    statements = parse_script("RUN LOG CLUSTERING ON db.t; RUN LOG", parser=ExtendedParser)
+    assert [s.command for s in statements] == [RunLogClustering(TableName(("db", "t"))), None]
+    assert parse_script("RUN LOG CLUSTERING ON db.t")[0].command is None
 
 
 @pytest.mark.parametrize("module", [hudisql.parser.parser, hudisql.parser.script])

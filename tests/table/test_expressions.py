@@ -195,13 +195,21 @@ def test_a_malformed_expressions_property_is_a_clear_error() -> None:
     assert schema_expressions(json.dumps({"type": "record", "name": "r", "fields": []})) is None
 
 
-def test_the_hudi_rs_reader_takes_expression_records_as_whole_rows(tmp_path: Path) -> None:
-    # Documented limitation: hudi-rs does not know the property, so it reads the operand as
-    # the value and nulls in the kept columns; such tables need hudisql until compaction.
+def test_the_hudi_rs_reader_refuses_expression_blocks_until_compaction(tmp_path: Path) -> None:
+    # hudi-rs does not know expression records: it would read the operand as the value and
+    # nulls in the kept columns. The block's hudisql header key makes it fail instead; a
+    # compaction folds the expressions into a base file, which it then reads exactly.
     import hudi
+    from hudi import HudiTable as RsTable
+
+    from hudisql.services.compaction import run_compaction
 
     table = _table(tmp_path)
     _commit(table, [{"id": "k1", "c": 5}], {"c": "add"})
     assert _read(table)["k1"] == (15, "one")
+    with pytest.raises(Exception, match="Invalid metadata key: 1001"):
+        RsTable(str(tmp_path / "t")).read()
+    assert run_compaction(table.reload()) is not None
     rows = pa.Table.from_batches(hudi.HudiTable(str(tmp_path / "t")).read()).to_pylist()
-    assert {r["id"]: (r["c"], r["name"]) for r in rows}["k1"] == (5, None)
+    assert {r["id"]: (r["c"], r["name"]) for r in rows} == _read(table)
+    assert _read(table)["k1"] == (15, "one")

@@ -1,8 +1,7 @@
 """SQL UPDATE and MERGE on MOR tables write expression blocks; readers apply them once.
 
-Also records what the hudi-rs reader (which does not know expression blocks) makes of such
-a table: it takes the records as whole rows, so the table must be read through hudisql
-until compaction (documented in ``hudisql/table/expressions.py``).
+Also checks that the hudi-rs reader (which does not know expression blocks) refuses such a
+table instead of misreading it, until a compaction folds the expressions into base files.
 """
 
 from __future__ import annotations
@@ -74,10 +73,16 @@ def test_update_and_merge_add_at_read_time_on_mor(session: HudiSession, tmp_path
     shown = session.sql("SELECT id, c, name FROM counts ORDER BY id").collect()
     assert {r["id"]: (r["c"], r["name"]) for r in shown} == expected
 
-    # hudi-rs does not know expression blocks: it reads the operands as the values and
-    # nulls where the row was to be kept. Such a table needs hudisql until compaction.
+    # hudi-rs does not know expression blocks: it refuses them (never wrong rows) ...
+    with pytest.raises(Exception, match="Invalid metadata key"):
+        hudi.HudiTable(str(path)).read()
+    # ... until a compaction folds them into base files.
+    from hudisql.services.compaction import run_compaction
+    from hudisql.table.table import HudiTable
+
+    assert run_compaction(HudiTable.open(str(path))) is not None
     other = pa.Table.from_batches(hudi.HudiTable(str(path)).read()).to_pylist()
-    assert {r["id"]: (r["c"], r["name"]) for r in other}[1] == (-2, None)
+    assert {r["id"]: (r["c"], r["name"]) for r in other} == expected
 
 
 def test_a_merge_with_repeated_matches_is_refused(session: HudiSession, tmp_path: Path) -> None:

@@ -65,6 +65,10 @@ class HeaderKey(IntEnum):
     BLOCK_IDENTIFIER = 6
     IS_PARTIAL = 7
     BASE_FILE_INSTANT_TIME_OF_RECORD_POSITIONS = 8
+    #: hudisql's own key, on expression blocks only (value: the expressions JSON). No Hudi
+    #: reader knows it, so they refuse the block instead of taking operands for values
+    #: (hudi-rs: "Invalid metadata key"); far above Hudi's keys so none will clash.
+    HUDISQL_EXPRESSIONS = 1001
 
 
 #: Block types whose content is records (decoded by ``decode_data_block``).

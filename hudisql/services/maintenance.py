@@ -1,0 +1,132 @@
+"""``handle.maintenance``: one facade over the table services, used by Python and SQL alike.
+
+Every method reloads the table, runs the service with the session's options, its runner
+(Spark: one task per file slice) and the commit participants of the table (the metadata
+table, when it has one), inside the bracket the caller gives (a catalog write id for a
+managed table), and returns plain results: instant times, :class:`ServiceResult`,
+``pyarrow`` tables of Hudi's ``show_compaction`` columns, :class:`CleanMetadata`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from hudisql.services import clean, compaction, log_compaction
+from hudisql.services.plans import ServiceResult, show_service_plans
+from hudisql.services.runner import LocalRunner, SliceRunner
+from hudisql.table.instant import Action
+from hudisql.table.service_plans import CleanMetadata
+from hudisql.table.table import HudiTable
+
+__all__ = ["Maintenance", "metadata_participants", "no_participants"]
+
+
+def no_participants(table: HudiTable) -> Sequence[Any]:
+    """No commit participants (a table without a metadata table)."""
+    return ()
+
+
+def metadata_participants(table: HudiTable) -> Sequence[Any]:
+    """The table's commit participants: its metadata table's, when it has one."""
+    try:  # by name: the metadata table package sits above txn and may be absent
+        metadata = importlib.import_module("hudisql.metadata")
+    except ImportError:
+        return ()
+    participants_for = getattr(metadata, "participants_for", None)
+    return list(participants_for(table)) if participants_for is not None else ()
+
+
+@dataclass
+class Maintenance:
+    """Log compaction, compaction and clean of the table at ``path``."""
+
+    path: str
+    options: Mapping[str, str] = field(default_factory=dict)
+    runner: SliceRunner = field(default_factory=LocalRunner)
+    bracket: Callable[[], AbstractContextManager[object]] = nullcontext
+    participants: Callable[[HudiTable], Sequence[Any]] = no_participants
+
+    def open_table(self) -> HudiTable:
+        """The table, freshly loaded."""
+        return HudiTable.open(self.path)
+
+    def _merged(self, options: Mapping[str, str]) -> dict[str, str]:
+        return {**self.options, **options}
+
+    def schedule_log_compaction(self, **options: str) -> str | None:
+        """Plan a log compaction; returns its instant time, or None when no slice qualifies.
+
+        Raises:
+            TableServiceError: a copy-on-write table, or bad settings.
+        """
+        table = self.open_table()
+        with self.bracket():
+            return log_compaction.schedule_log_compaction(
+                table, self._merged(options), runner=self.runner,
+                participants=self.participants(table))
+
+    def run_log_compaction(self, instant: str | None = None, **options: str) -> (
+            ServiceResult | None):
+        """Run the log compaction planned at ``instant`` (default: plan one and run it).
+
+        Returns:
+            What it did, or None when no slice qualified.
+
+        Raises:
+            TableServiceError: a copy-on-write table, or ``instant`` is not a pending plan.
+        """
+        table = self.open_table()
+        with self.bracket():
+            return log_compaction.run_log_compaction(
+                table, instant, self._merged(options), runner=self.runner,
+                participants=self.participants(table))
+
+    def show_log_compaction(self, limit: int = 20) -> pa.Table:
+        """The log compaction instants, newest first: timestamp, operation_size, state."""
+        return show_service_plans(self.open_table(), Action.LOGCOMPACTION, limit)
+
+    def schedule_compaction(self, **options: str) -> str | None:
+        """Plan a compaction of every slice with logs; returns its instant time (or None).
+
+        Raises:
+            TableServiceError: a copy-on-write table, or bad settings.
+        """
+        with self.bracket():
+            return compaction.schedule_compaction(
+                self.open_table(), self._merged(options), runner=self.runner)
+
+    def run_compaction(self, instant: str | None = None, **options: str) -> ServiceResult | None:
+        """Run the compaction planned at ``instant`` (default: the oldest pending plan, else
+        a new one).
+
+        Raises:
+            TableServiceError: a copy-on-write table, or ``instant`` is not a pending plan.
+        """
+        table = self.open_table()
+        with self.bracket():
+            return compaction.run_compaction(
+                table, instant, self._merged(options), runner=self.runner,
+                participants=self.participants(table))
+
+    def show_compaction(self, limit: int = 20) -> pa.Table:
+        """The compaction instants, newest first: timestamp, operation_size, state."""
+        return show_service_plans(self.open_table(), Action.COMPACTION, limit)
+
+    def run_clean(self, **options: str) -> CleanMetadata | None:
+        """Delete the file slices no reader as of a retained instant needs.
+
+        Returns:
+            The clean's metadata, or None when there was nothing to delete.
+
+        Raises:
+            TableServiceError: an unsupported policy, or settings that would delete
+                latest slices (``hoodie.cleaner.commits.retained`` below 1).
+        """
+        with self.bracket():
+            return clean.run_clean(self.open_table(), self._merged(options))

@@ -1,0 +1,106 @@
+"""What the table services share: their results, refusals and pending plans, and SHOW.
+
+``ServiceResult`` is what a run did; :func:`require_merge_on_read` refuses log compaction
+and compaction on copy-on-write tables; :func:`pending_plan` finds the pending plan a
+``RUN ... AT`` names (or refuses it); :func:`show_service_plans` lists a service's
+instants as Hudi's ``show_compaction`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from hudisql.errors import TableServiceError
+from hudisql.services.protocol import is_abandoned_instant
+from hudisql.table.commit_metadata import WriteStat
+from hudisql.table.service_plans import CompactionPlan, compaction_plan
+from hudisql.table.table import HudiTable
+
+__all__ = [
+    "SERVICE_SHOW_SCHEMA",
+    "ServiceResult",
+    "pending_plan",
+    "require_merge_on_read",
+    "show_service_plans",
+]
+
+#: The rows of SHOW (LOG) COMPACTION: Hudi's ``show_compaction`` columns.
+SERVICE_SHOW_SCHEMA = pa.schema(
+    [("timestamp", pa.string()), ("operation_size", pa.int32()), ("state", pa.string())]
+)
+
+
+@dataclass(frozen=True)
+class ServiceResult:
+    """What one run of a table service did."""
+
+    instant: str
+    file_groups: int
+    write_stats: tuple[WriteStat, ...] = ()
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes of the files the run wrote."""
+        return sum(s.total_write_bytes or 0 for s in self.write_stats)
+
+
+def require_merge_on_read(table: HudiTable, statement: str) -> None:
+    """Refuse a merge-on-read service on a copy-on-write table.
+
+    Raises:
+        TableServiceError: the table is copy-on-write (names it and the statement).
+    """
+    if not table.properties.is_mor:
+        raise TableServiceError(
+            f"{statement} needs a merge-on-read table; table {table.name} at "
+            f"{table.base_path} is copy-on-write (its files have no logs to compact)"
+        )
+
+
+def pending_plan(table: HudiTable, instant_time: str, action: str, statement: str,
+                 options: Mapping[str, str]) -> CompactionPlan:
+    """The plan of the pending ``action`` at ``instant_time``, ready to (re-)run.
+
+    Raises:
+        TableServiceError: no such pending plan, or another process is running it.
+    """
+    instant = table.timeline.get(instant_time)
+    if instant is None or instant.is_completed or instant.action != action:
+        state = "not on the timeline" if instant is None else (
+            f"a {'completed' if instant.is_completed else 'pending'} {instant.action}")
+        raise TableServiceError(
+            f"{statement} AT {instant_time}: {instant_time} is {state} of table {table.name}, "
+            f"not a pending {action} plan; SHOW {action.upper().replace('LOGC', 'LOG C')} "
+            "lists the pending plans"
+        )
+    if instant.is_inflight and not is_abandoned_instant(table, instant_time, options):
+        raise TableServiceError(
+            f"{statement} AT {instant_time}: another process is running it (its heartbeat "
+            f"is live) on table {table.name}; wait for it to finish"
+        )
+    return compaction_plan(table.timeline, instant_time, action)
+
+
+def show_service_plans(table: HudiTable, action: str, limit: int = 20) -> pa.Table:
+    """The ``action`` (``compaction`` or ``logcompaction``) instants, newest first.
+
+    Returns:
+        Rows of :data:`SERVICE_SHOW_SCHEMA`: instant time, operations in the plan, state.
+    """
+    rows: dict[str, list[Any]] = {n: [] for n in SERVICE_SHOW_SCHEMA.names}
+    timeline = table.timeline
+    for instant in reversed(timeline.instants):
+        files = timeline.instant_files(instant.timestamp)
+        if not any(f.action == action for f in files):
+            continue
+        if len(rows["timestamp"]) >= limit:
+            break
+        plan = compaction_plan(timeline, instant.timestamp, action)
+        rows["timestamp"].append(instant.timestamp)
+        rows["operation_size"].append(len(plan.operations))
+        rows["state"].append(instant.state.value)
+    return pa.table(rows, schema=SERVICE_SHOW_SCHEMA)

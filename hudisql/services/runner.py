@@ -1,0 +1,89 @@
+"""How a table service runs its per-slice tasks: in this process, or as one Spark job.
+
+A task is a picklable callable taking the :class:`TaskAttempt` it runs in (its write
+token and attempt number) and returning a picklable result. :class:`LocalRunner` calls
+them in order (tests, small tables, no Spark); :class:`SparkRunner` runs them as one Spark
+job, a ``mapInPandas`` over one row per task, each task its own input partition, so the
+heavy work (reading and writing slices) happens on executors.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from hudisql.table.filenames import write_token
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import SparkSession
+
+__all__ = ["LocalRunner", "SliceRunner", "SparkRunner", "Task", "TaskAttempt"]
+
+
+@dataclass(frozen=True)
+class TaskAttempt:
+    """Where a task runs: Spark's partition, stage and task attempt ids, attempt number."""
+
+    partition_id: int
+    stage_id: int
+    attempt_id: int
+    attempt_number: int = 0
+
+    @property
+    def write_token(self) -> str:
+        """``<partitionId>-<stageId>-<taskAttemptId>``: the token in the files it writes."""
+        return write_token(self.partition_id, self.stage_id, self.attempt_id)
+
+
+Task = Callable[[TaskAttempt], Any]
+
+
+class SliceRunner(Protocol):
+    """Runs a table service's tasks and returns their results in task order."""
+
+    def run(self, tasks: Sequence[Task], description: str = "") -> list[Any]:
+        """Run every task once (retries are the runner's business); results in order."""
+        ...
+
+
+class LocalRunner:
+    """Runs tasks one after the other in this process (no Spark)."""
+
+    def run(self, tasks: Sequence[Task], description: str = "") -> list[Any]:
+        """The results of ``tasks``, each run in a task attempt of its own."""
+        return [task(TaskAttempt(i, 0, i)) for i, task in enumerate(tasks)]
+
+
+class SparkRunner:
+    """Runs tasks as one Spark job: one input partition and one task per table-service task."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def run(self, tasks: Sequence[Task], description: str = "") -> list[Any]:
+        """The results of ``tasks``, run on executors (``mapInPandas``), in task order."""
+        if not tasks:
+            return []
+        payload = [(i, pickle.dumps(task)) for i, task in enumerate(tasks)]
+        frame = self.spark.createDataFrame(payload, "i int, task binary")
+        frame = frame.repartitionByRange(len(tasks), "i")
+        rows = frame.mapInPandas(_run_tasks, "i int, result binary").collect()
+        results = {int(r["i"]): pickle.loads(r["result"]) for r in rows}
+        return [results[i] for i in range(len(tasks))]
+
+
+def _run_tasks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    import pandas as pd
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    assert ctx is not None
+    attempt = TaskAttempt(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId(),
+                          ctx.attemptNumber())
+    for batch in batches:
+        out = [(int(i), pickle.dumps(pickle.loads(raw)(attempt)))
+               for i, raw in zip(batch["i"], batch["task"], strict=True)]
+        yield pd.DataFrame(out, columns=["i", "result"])
