@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from hudisql.catalog import Catalog, TableName
-    from hudisql.sql.inspect import TableInspector
     from hudisql.services.maintenance import Maintenance
+    from hudisql.sql.inspect import TableInspector
     from hudisql.table import HudiTable
     from hudisql.txn.transaction import StepHook
     from hudisql.write.dataframe_writer import Committer

@@ -57,8 +57,8 @@ __all__ = [
     "ShowTimeline",
     "Statement",
     "TableName",
-    "Unparsed",
     "TableService",
+    "Unparsed",
     "Update",
     "parse_script",
 ]

@@ -60,7 +60,7 @@ from hudisql.table.service_plans import (
 )
 from hudisql.table.storage import Storage
 from hudisql.table.timeline import Timeline
-from hudisql.table.write_files import _create_log_files, avro_text
+from hudisql.table.write_files import avro_text, create_log_files
 
 __all__ = [
     "BLOCKS_THRESHOLD",
@@ -360,7 +360,7 @@ def execute_slice(
             encoded.append(encode_avro_data_block(piece, schema_text, header()))
     if not encoded:  # every planned record cancelled out: keep an empty block in their place
         encoded.append(encode_avro_data_block(merged.records, schema_text, header()))
-    written = _create_log_files(
+    written = create_log_files(
         storage, partition, operation.file_id, operation.base_instant_time, instant_time,
         write_token, encoded, settings.max_file_size,
     )
