@@ -35,7 +35,7 @@ def no_participants(table: HudiTable) -> Sequence[Any]:
 def metadata_participants(table: HudiTable) -> Sequence[Any]:
     """The table's commit participants: its metadata table's, when it has one."""
     try:  # by name: the metadata table package sits above txn and may be absent
-        metadata = importlib.import_module("hudisql.metadata")
+        metadata = importlib.import_module(".metadata", "hudisql")
     except ImportError:
         return ()
     participants_for = getattr(metadata, "participants_for", None)
