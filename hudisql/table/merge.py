@@ -44,6 +44,7 @@ from hudisql.table.reconcile import BlockVerdict, ReconcileMode, Verdict, judge_
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow, with_meta_fields
 from hudisql.table.storage import Storage
 from hudisql.table.timeline import Timeline
+from hudisql.table.vanished_files import read_log_bytes, vanished_file_error
 
 __all__ = [
     "RECORD_KEY_COLUMN",
@@ -290,7 +291,9 @@ def _decode_logs(
     log_bytes: dict[str, bytes] = {}
     blocks: list[LogBlockInfo] = []
     for log in file_slice.log_files:
-        data = storage.read_bytes(log.path)
+        data = read_log_bytes(storage, timeline, visible, file_slice, log)
+        if data is None:
+            continue  # a failed write's file, removed by its rollback after the listing
         log_bytes[log.path] = data
         blocks.extend(scan_blocks(data, log_file=log.path))
     report = plan_log_blocks(blocks, visible, reconcile=reconcile)
@@ -416,8 +419,11 @@ def _base_schema(storage: Storage, file_slice: FileSlice) -> pa.Schema | None:
         raise UnsupportedFormatError(
             f"base file {base.path} is not parquet; hudisql reads parquet base files only"
         )
-    with storage.open_input_file(base.path) as f:
-        return pq.read_schema(f)
+    try:
+        with storage.open_input_file(base.path) as f:
+            return pq.read_schema(f)
+    except FileNotFoundError:
+        raise vanished_file_error(base.path, file_slice, base.instant) from None
 
 
 def _slice_schema(
