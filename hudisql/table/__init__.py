@@ -1,7 +1,7 @@
 """The storage core: Hudi's on-disk format (properties, timeline, file view, log format, merge).
 
 Owns everything about files in Hudi's layout (read v6/v8/v9, write v6); see
-``shared/design/FORMAT.md``. Imports only ``hudisql.errors``: nothing of Spark and no layer
+``docs/FORMAT.md``. Imports only ``hudisql.errors``: nothing of Spark and no layer
 above it (the commit protocol is ``hudisql.txn``), so Spark executors and other tools use it.
 """
 
