@@ -142,6 +142,10 @@ class Transaction:
                 content = planned or CommitMetadata(operation_type=self.operation)
                 self.instant = timeline.transition_to_inflight(self.instant, content.to_json())
             except BaseException:
+                if self.instant is None and self.heartbeat is not None:
+                    # No time was ours: the last heartbeat file tried is another writer's.
+                    self.heartbeat.stop(delete=False)
+                    self.heartbeat = None
                 self.release()
                 raise
         self.on_step("inflight", self.instant_time)
