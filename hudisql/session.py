@@ -166,7 +166,7 @@ def _committer_for(spark: SparkSession, path: str) -> Committer | None:
         if managed:
             return _handle_committer(HudiTableHandle(
                 session=session, name=str(managed[0].name), path=path,
-                managed_name=managed[0].name))
+                managed_name=managed[0].name, in_catalog=True))
     sessions = _live_sessions(spark)
     if sessions:
         return _handle_committer(HudiTableHandle(session=sessions[-1], name=path, path=path))
@@ -316,7 +316,8 @@ class HudiSession:
             for entry in entries.values():
                 self._open_core(entry.location, name)
                 return HudiTableHandle(session=self, name=name, path=entry.location,
-                                       managed_name=entry.name if entry.managed else None)
+                                       managed_name=entry.name if entry.managed else None,
+                                       in_catalog=True)
         if not self.spark.catalog.tableExists(name):
             raise TableNotFoundError(
                 f"table {name!r} does not exist in the session catalog; register it with "
@@ -335,6 +336,27 @@ class HudiSession:
         location = str(path)
         self._open_core(location, None)
         return HudiTableHandle(session=self, name=None, path=location)
+
+    def write_options(self, path: str, options: Mapping[str, str] | None = None, *,
+                      in_catalog: bool | None = None) -> dict[str, str]:
+        """The options of a write to the table at ``path``: the session's defaults, then
+        ``options``; when neither names a lock provider, a table in the session's catalog
+        (``in_catalog``; None: ask the catalog) takes the catalog's lock, shared by every
+        process and machine using it; other tables the commit protocol's default, the file
+        lock.
+
+        Raises:
+            CatalogError: the catalog could not be asked (nothing is written).
+        """
+        from hudisql.sql import SqlRouter
+        from hudisql.txn.lock import LOCK_PROVIDER
+
+        merged = {**self.options, **(options or {})}
+        if LOCK_PROVIDER in merged or not isinstance(self.router, SqlRouter):
+            return merged
+        if in_catalog is None:
+            in_catalog = bool(self.catalog.tables_at(path))
+        return {**self.catalog.lock_options(), **merged} if in_catalog else merged
 
     def close(self) -> None:
         """Close the catalog and leave the SparkSession running: ``df.write`` saves no longer
@@ -394,6 +416,8 @@ class HudiTableHandle:
     name: str | None
     path: str
     managed_name: TableName | None = None
+    #: Whether the session's catalog holds the table (None: ask it when writing).
+    in_catalog: bool | None = None
 
     def core(self) -> HudiTable:
         """The table core's view of this table, freshly loaded (timeline included)."""
@@ -496,7 +520,7 @@ class HudiTableHandle:
         """
         from hudisql.write.pipeline import SparkWriter
 
-        merged = {**self.session.options, **options}
+        merged = self._write_options(options)
         writer = SparkWriter(self.session.spark, self.path, merged, on_step=self._on_step())
         with self._bracket():
             result = writer.write(df, operation)
@@ -520,6 +544,11 @@ class HudiTableHandle:
                            SparkRunner(self.session.spark), bracket=self._bracket,
                            participants=metadata_participants)
 
+    def _write_options(self, options: Mapping[str, str]) -> dict[str, str]:
+        """The options of a write through this handle (see :meth:`HudiSession.write_options`)."""
+        in_catalog = True if self.managed_name is not None else self.in_catalog
+        return self.session.write_options(self.path, options, in_catalog=in_catalog)
+
     def _bracket(self) -> AbstractContextManager[object]:
         """The context a commit runs in: a catalog write id for a managed catalog table."""
         if self.managed_name is None:
@@ -538,7 +567,7 @@ class HudiTableHandle:
 
         short = (self.name.rsplit(".", 1)[-1].strip("`") if self.name
                  else self.core().name)
-        return DmlTable(self.session.spark, self.path, {**self.session.options, **options},
+        return DmlTable(self.session.spark, self.path, self._write_options(options),
                         name=self.name or self.path, qualifiers=(short,),
                         reader=lambda: self.read().alias(short), bracket=self._bracket,
                         on_step=self._on_step())

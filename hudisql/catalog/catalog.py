@@ -30,13 +30,14 @@ from hudisql.catalog.entry import (
 )
 from hudisql.catalog.external import read_table_state, timeline_summary
 from hudisql.catalog.legacy_names import NameFix
-from hudisql.catalog.lock import CatalogLockProvider
+from hudisql.catalog.lock import CATALOG_URL_OPTION, CatalogLockProvider
 from hudisql.catalog.poller import NotificationPoller
 from hudisql.catalog.store import CatalogStore, WriteId
 from hudisql.catalog.write_ids import ValidWriteIdList
 from hudisql.errors import CatalogError, CatalogUnavailableError, TableNotFoundError
 from hudisql.table.properties import TableProperties
 from hudisql.table.storage import Storage
+from hudisql.txn.lock import LOCK_PROVIDER
 
 _log = logging.getLogger(__name__)
 
@@ -134,6 +135,12 @@ class Catalog(abc.ABC):
         table_id: int | None = None,
     ) -> TableEntry:
         """The table's entry, fresh for ``valid_write_ids`` (from the cache when it may be)."""
+
+    def lock_options(self) -> dict[str, str]:
+        """The write options giving a table of this catalog the catalog's own lock (shared
+        by every process and machine using the catalog); empty: the commit protocol's default.
+        """
+        return {}
 
     @abc.abstractmethod
     def tables_at(self, location: str) -> list[TableEntry]:
@@ -271,6 +278,10 @@ class SqlCatalog(Catalog):
     def stats(self) -> CacheStats:
         """Cache counters of this catalog instance."""
         return self.cache.stats()
+
+    def lock_options(self) -> dict[str, str]:
+        """``hoodie.write.lock.provider=catalog`` with this catalog's database URL."""
+        return {LOCK_PROVIDER: "catalog", CATALOG_URL_OPTION: self.uri}
 
     def lock_provider(self, lease: float = 60.0) -> CatalogLockProvider:
         """A table lock provider backed by this catalog's database (shared across machines)."""

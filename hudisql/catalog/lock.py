@@ -43,6 +43,10 @@ class CatalogLockProvider(LockProvider):
         :func:`provider_from_options`)."""
         return provider_from_options(options)
 
+    def identity(self, table_key: str) -> str:
+        """The lock row in this catalog database (its URL, password hidden)."""
+        return f"catalog lock in {self.engine.url.render_as_string(hide_password=True)}"
+
     def __init__(self, engine: Engine, lease: float = 60.0) -> None:
         if lease <= 0:
             raise LockError(f"lock lease must be positive, got {lease}")

@@ -190,7 +190,7 @@ def add_columns(ctx: StatementContext, command: c.AlterTableAddColumns) -> DataF
                 "FIRST/AFTER positions are not supported; add top-level columns at the end"
             )
     added = spark_to_arrow(columns_schema(command.columns, str(entry.name)))
-    options = dict(ctx.session.options)
+    options = ctx.session.write_options(entry.location, in_catalog=True)
     if entry.managed:
         with ctx.catalog.write_transaction(entry.name) as tx:
             commit_columns(entry.location, list(added), options)

@@ -62,7 +62,8 @@ def dml_table(ctx: StatementContext, entry: TableEntry) -> api.DmlTable:
     catalog = ctx.catalog
     name = entry.name
     return api.DmlTable(
-        ctx.spark, entry.location, dict(ctx.session.options), name=str(name),
+        ctx.spark, entry.location, ctx.session.write_options(entry.location, in_catalog=True),
+        name=str(name),
         qualifiers=(name.table,), reader=lambda: ctx.spark.table(spark_name(name)),
         bracket=(lambda: catalog.write_transaction(name)) if entry.managed else None,
         on_step=ctx.router.on_write_step)
@@ -228,7 +229,8 @@ def rollback(ctx: StatementContext, entry: TableEntry, instant_time: str) -> str
     instant time."""
     from hudisql.txn.writer import WriteClient
 
-    client = WriteClient(_open(entry))
+    client = WriteClient(_open(entry),
+                         options=ctx.session.write_options(entry.location, in_catalog=True))
     if entry.managed:
         with ctx.catalog.write_transaction(entry.name):
             return client.rollback(instant_time)

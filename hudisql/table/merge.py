@@ -27,6 +27,7 @@ import json
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,7 @@ from hudisql.table.reconcile import BlockVerdict, ReconcileMode, Verdict, judge_
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow, with_meta_fields
 from hudisql.table.storage import Storage
 from hudisql.table.timeline import Timeline
+from hudisql.table.vanished_files import read_log_bytes, read_log_file, vanished_file_error
 
 __all__ = [
     "RECORD_KEY_COLUMN",
@@ -378,10 +380,17 @@ def _decode_logs(
     log_bytes: dict[str, bytes] = {}
     for log in file_slice.log_files:
         if log.size <= EAGER_READ_BYTES:  # one request: read it whole, scan the bytes
-            data = log_bytes[log.path] = storage.read_bytes(log.path)
+            data = read_log_bytes(storage, timeline, visible, file_slice, log)
+            if data is None:
+                continue  # a failed write's file, removed by its rollback after the listing
+            log_bytes[log.path] = data
             blocks.extend(scan_blocks(data, log_file=log.path))
         else:  # headers only: a large file a log compaction replaced is never read
-            blocks.extend(scan_log_file(storage, log.path))
+            scanned = read_log_file(partial(scan_log_file, storage, log.path), timeline,
+                                    visible, file_slice, log)
+            if scanned is None:
+                continue  # as above
+            blocks.extend(scanned)
     report = plan_log_blocks(blocks, visible, reconcile=reconcile)
     for path in dict.fromkeys(b.log_file for b in report.merged):
         if path not in log_bytes:
@@ -508,8 +517,11 @@ def _base_schema(storage: Storage, file_slice: FileSlice) -> pa.Schema | None:
         raise UnsupportedFormatError(
             f"base file {base.path} is not parquet; hudisql reads parquet base files only"
         )
-    with storage.open_input_file(base.path) as f:
-        return pq.read_schema(f)
+    try:
+        with storage.open_input_file(base.path) as f:
+            return pq.read_schema(f)
+    except FileNotFoundError:
+        raise vanished_file_error(base.path, file_slice, base.instant) from None
 
 
 def _slice_schema(

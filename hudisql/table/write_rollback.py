@@ -18,6 +18,16 @@ partitions and file groups its inflight plan or commit metadata names, and by th
 base files carry the instant; log files are scanned header-only. A log file holding only
 the instant's blocks is deleted; one that also holds other instants' blocks (written by an
 appending writer) gets a rollback command block in a new log file instead.
+
+Why delete rather than always append a command block as Hudi's version-6 rollback of a
+merge-on-read write does: Hudi's writers append to existing log files, so a failed
+instant's blocks share files with committed ones and cannot be removed; hudisql's never
+append (each task attempt writes new files), so a failed instant's log files are its own.
+Readers never merge blocks of an instant that is not completed, so a command block would
+change no row; it would only add a log file to the file group per rollback until the next
+compaction. The one hazard of deleting, a reader that listed the file before the rollback,
+is handled where the file is read (:mod:`hudisql.table.vanished_files`: skipped, since no
+visible commit names it).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import fcntl
 import hashlib
 import importlib
 import os
+import socket
 import tempfile
 import threading
 import time
@@ -34,6 +35,9 @@ LOCK_WAIT_MS = "hoodie.write.lock.wait_time_ms"
 LOCK_FILESYSTEM_PATH = "hoodie.write.lock.filesystem.path"
 
 DEFAULT_LOCK_WAIT_MS = 60_000
+#: The provider of writers that name none: processes of one machine exclude each other
+#: (sessions give a table in their catalog the catalog's lock instead).
+DEFAULT_LOCK_PROVIDER = "file"
 
 
 class LockProvider(ABC):
@@ -46,6 +50,12 @@ class LockProvider(ABC):
         The default constructs ``cls(options)``.
         """
         return cls(options)  # type: ignore[call-arg]
+
+    def identity(self, table_key: str) -> str:
+        """What this provider's lock of ``table_key`` is: two providers with one identity
+        exclude each other; writers of one table must all use one (see
+        :mod:`hudisql.txn.shared_lock`). The default is the class's dotted path."""
+        return f"{type(self).__module__}.{type(self).__qualname__}"
 
     @contextlib.contextmanager
     def lock(self, table_key: str, timeout: float) -> Iterator[None]:
@@ -90,6 +100,10 @@ class InProcessLockProvider(LockProvider):
     def __init__(self, options: Mapping[str, str] | None = None) -> None:
         """The process-wide locks need no options; ``options`` is accepted and ignored."""
 
+    def identity(self, table_key: str) -> str:
+        """This process's lock: it excludes no other process."""
+        return f"in-process lock of process {os.getpid()} on {socket.gethostname()}"
+
     def acquire(self, table_key: str, timeout: float) -> Callable[[], None]:
         """Take the process-wide lock of ``table_key``; returns its release function.
 
@@ -121,6 +135,10 @@ class FileLockProvider(LockProvider):
     def from_options(cls, options: Mapping[str, str]) -> LockProvider:
         """The provider keeping its lock files in ``hoodie.write.lock.filesystem.path``."""
         return cls(options.get(LOCK_FILESYSTEM_PATH) or None)
+
+    def identity(self, table_key: str) -> str:
+        """The lock file on this machine: it excludes no process of another machine."""
+        return f"file lock {self.lock_file(table_key)} on {socket.gethostname()}"
 
     def lock_file(self, table_key: str) -> str:
         """The path of the lock file of ``table_key``."""
@@ -188,7 +206,7 @@ def provider_path(name: str) -> str:
 
 
 def lock_provider_for(options: Mapping[str, str]) -> LockProvider:
-    """The lock provider a writer's options name (default: in-process).
+    """The lock provider a writer's options name (default: the file lock).
 
     ``hoodie.write.lock.provider`` is a short name (``in-process``, ``file``, ``catalog``),
     one of Hudi's provider class names, or the dotted path of a :class:`LockProvider`
@@ -197,7 +215,7 @@ def lock_provider_for(options: Mapping[str, str]) -> LockProvider:
     Raises:
         LockError: the name is unknown or does not lead to a LockProvider.
     """
-    name = (options.get(LOCK_PROVIDER) or "in-process").strip()
+    name = (options.get(LOCK_PROVIDER) or DEFAULT_LOCK_PROVIDER).strip()
     path = provider_path(name)
     module_name, _, class_name = path.rpartition(".")
     try:

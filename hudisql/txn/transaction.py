@@ -2,9 +2,10 @@
 
 A :class:`Transaction` opens an instant (under the table lock, after rolling back abandoned
 instants), keeps its heartbeat alive while the data files are written, and finishes it under
-the table lock: conflict resolution (:mod:`hudisql.txn.conflict`: a write completed since
-this one started touched one of its file groups), the schema check of RFC-82
-(:mod:`hudisql.txn.schema_conflict`), removal of base files of failed or duplicate task
+the table lock: the check that every writer of the table takes the same lock
+(:mod:`hudisql.txn.shared_lock`), conflict resolution (:mod:`hudisql.txn.conflict`: a
+write completed since this one started touched one of its file groups), the RFC-82 check
+of schemas (:mod:`hudisql.txn.schema_conflict`), removal of base files of failed or duplicate task
 attempts, the commit participants (the metadata table), and then the completed instant.
 Anything failing under the lock rolls the instant back there (its files removed, a rollback
 instant written, the participants told) before the error propagates. After completing, it
@@ -41,6 +42,7 @@ from hudisql.txn.lock import LockProvider, lock_provider_for, lock_timeout
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.rollback import rollback_abandoned, rollback_locked
 from hudisql.txn.schema_conflict import TableSchema, resolve_commit_schema
+from hudisql.txn.shared_lock import check_shared_lock
 
 __all__ = [
     "OVERWRITE_PARTITIONS",
@@ -121,6 +123,8 @@ class Transaction:
         # The schema the caller derived its writer schema from: the table as it opened it.
         self.schema_at_start = TableSchema.of(self.table.timeline)
         with self._locked():
+            assert self.lock is not None
+            check_shared_lock(self.table.reload(), self.lock, self.options)
             if self.roll_back_abandoned:
                 rollback_abandoned(self.table, self.options, self.participants)
             self.table = self.table.reload()
@@ -138,6 +142,10 @@ class Transaction:
                 content = planned or CommitMetadata(operation_type=self.operation)
                 self.instant = timeline.transition_to_inflight(self.instant, content.to_json())
             except BaseException:
+                if self.instant is None and self.heartbeat is not None:
+                    # No time was ours: the last heartbeat file tried is another writer's.
+                    self.heartbeat.stop(delete=False)
+                    self.heartbeat = None
                 self.release()
                 raise
         self.on_step("inflight", self.instant_time)
@@ -192,7 +200,8 @@ class Transaction:
 
     def _complete(self, table: HudiTable, metadata: CommitMetadata, schema: str) -> Instant:
         """Under the lock: conflict and schema checks, participants, then the completed file."""
-        assert self.instant is not None
+        assert self.instant is not None and self.lock is not None
+        check_shared_lock(table, self.lock, self.options, self.instant_time)
         if self.overwrite is not None:
             metadata.partition_to_replace_file_ids = self._replaced(table, metadata)
         check_write_conflicts(table, self.instant_time, self.started_with, metadata,

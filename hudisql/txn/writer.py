@@ -61,8 +61,8 @@ __all__ = [
 
 DEFAULT_MAX_RECORDS_PER_FILE = 1_000_000
 
-#: The transaction's step names as the client reports them (None: not reported).
-_CLIENT_STEPS: dict[str, str | None] = {"written": "validating", "completing": None}
+#: The transaction's step names as the client reports them.
+_CLIENT_STEPS: dict[str, str] = {"written": "validating"}
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ class WriteClient:
     rollback, or whose file groups a write completed meanwhile also touched, fails with
     CommitConflictError and is rolled back whole (:mod:`hudisql.txn.conflict`).
     ``on_step(event, detail)`` is called at each step (``requested``, ``inflight``,
-    ``file``, ``validating``, ``completed``, and the rollback's); raising there simulates a
+    ``file``, ``validating``, ``completing`` (under the lock, checks passed),
+    ``completed``, and the rollback's); raising there simulates a
     crash at that point. ``options`` are write options: the lock provider, the RFC-82 schema
     check (:mod:`hudisql.txn.schema_conflict`) and schema evolution on write
     (:mod:`hudisql.txn.schema_evolution`). ``participants`` write alongside each commit
@@ -308,9 +309,7 @@ class WriteClient:
 
     def _step(self, event: str, detail: str) -> None:
         """The transaction's steps under the names this client reports."""
-        name = _CLIENT_STEPS.get(event, event)
-        if name is not None:
-            self.on_step(name, detail)
+        self.on_step(_CLIENT_STEPS.get(event, event), detail)
 
 
 def _frame_of(records: Records, table_name: str) -> pa.Table:

@@ -336,7 +336,8 @@ def test_a_commit_goes_requested_inflight_completed_and_drops_its_markers(
     events: list[str] = []
     client.on_step = lambda e, d: events.append(e)
     result = client.insert(rows(("a", 1, "x", "sf"), ("b", 1, "y", "la")))
-    assert events == ["requested", "inflight", "file", "file", "validating", "completed"]
+    assert events == ["requested", "inflight", "file", "file", "validating", "completing",
+                      "completed"]
     timeline = client.table.timeline
     states = [i.state.value for i in timeline.instant_files(result.instant_time)]
     assert states == ["REQUESTED", "INFLIGHT", "COMPLETED"]

@@ -165,7 +165,9 @@ class _RecordingProvider(InProcessLockProvider):
 
 
 def test_lock_provider_chosen_by_option(tmp_path: Path) -> None:
-    assert type(lock_provider_for({})) is InProcessLockProvider
+    # Writers that name no provider take the file lock: processes of one machine exclude
+    # each other by default; the in-process lock only when asked for.
+    assert type(lock_provider_for({})) is FileLockProvider
     assert type(lock_provider_for({LOCK_PROVIDER: "in-process"})) is InProcessLockProvider
     hudi_name = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
     provider = lock_provider_for({LOCK_PROVIDER: hudi_name, LOCK_FILESYSTEM_PATH: str(tmp_path)})

@@ -17,7 +17,7 @@ from hudisql.errors import LockError
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Action, Instant
 from hudisql.table.table import HudiTable
-from hudisql.txn.lock import InProcessLockProvider
+from hudisql.txn.lock import lock_provider_for
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.transaction import Transaction
 from hudisql.txn.writer import WriteClient, create_table
@@ -30,9 +30,9 @@ class Boom(RuntimeError):
 
 
 def _lock_is_held(table: HudiTable) -> bool:
-    """True when the table's (in-process, default) lock is taken right now."""
+    """True when the table's (default) lock is taken right now."""
     try:
-        release = InProcessLockProvider().acquire(table.base_path, timeout=0)
+        release = lock_provider_for({}).acquire(table.base_path, timeout=0)
     except LockError:
         return True
     release()
