@@ -279,7 +279,7 @@ ERRORS: list[tuple[str, int, int, str]] = [
     ('CREATE TABLE t (id INT) USING parquet USING hudi', 1, 31, "expected hudi after USING"),
     ('REPLACE TABLE t (id INT) USING hudi', 1, 1, 'DROP TABLE the table first'),
     ('CREATE TABLE (id INT) USING hudi', 1, 14, 'expected the name of the table to create'),
-    ('CALL nope(1)', 1, 6, "unknown procedure 'nope'; hudisql knows rollback_to_instant, show_commits, show_log_blocks, show_timeline"),  # noqa: E501
+    ('CALL nope(1)', 1, 6, "unknown procedure 'nope'; hudisql knows rollback_to_instant, run_indexer, show_commits, show_log_blocks, show_metadata_table_column_stats"),  # noqa: E501
     ("CALL system.run_clean(table => 't')", 1, 6, "unknown procedure 'run_clean'"),
     ("CALL show_commits(tabel => 'x')", 1, 19, "show_commits has no parameter 'tabel'; its parameters are table, limit"),  # noqa: E501
     ('CALL show_commits()', 1, 6, 'show_commits needs table => ...'),
