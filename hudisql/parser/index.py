@@ -126,12 +126,12 @@ def parse_create_index(p: HudiParser) -> CreateIndex:
     column_tokens: list[Token] = []
     while True:
         column_tokens.append(p._curr)
-        column = ".".join(p.parse_dotted_name("a column name to index"))
+        column_name = ".".join(p.parse_dotted_name("a column name to index"))
         col_options: dict[str, str] = {}
         if p.match_words("OPTIONS"):
-            col_options, found = _options(p, f"the options of column {column}")
+            col_options, found = _options(p, f"the options of column {column_name}")
             tokens.update(found)
-        columns.append(IndexColumn(column, col_options))
+        columns.append(IndexColumn(column_name, col_options))
         if not p._match(TokenType.COMMA):
             break
     p.expect_token(TokenType.R_PAREN, ")", "to close the indexed columns")
