@@ -150,7 +150,7 @@ def parse_create_index(p: HudiParser) -> CreateIndex:
             merged[key] = value
     problem = index_spec_problem(using, [c.name for c in columns], merged)
     if problem is not None:
-        message, key = problem
+        message, option = problem
         if "twice" in message:
             seen: set[str] = set()
             for column, token in zip(columns, column_tokens, strict=True):
@@ -158,7 +158,7 @@ def parse_create_index(p: HudiParser) -> CreateIndex:
                     raise p.error(f"column {column.name} is listed twice in index {name}; "
                                   "list each column once", token)
                 seen.add(column.name.lower())
-        at = tokens.get(key) if key else (using_token if "USING" in message else start)
+        at = tokens.get(option) if option else (using_token if "USING" in message else start)
         raise p.error(f"index {name} on table {table}: {message}", at or start)
     return CreateIndex(name=name, table=table, columns=tuple(columns), using=using,
                        options=options, if_not_exists=if_not_exists)
