@@ -13,7 +13,7 @@ from sqlglot.tokenizer_core import TokenType
 
 from hudisql.errors import HudiSqlError
 from hudisql.parser import commands as c
-from hudisql.sql import ddl, dml, names
+from hudisql.sql import ddl, dml, index, names
 from hudisql.sql.frames import rows_frame
 from hudisql.sql.timeline import (
     COMMITS_COLUMNS,
@@ -156,4 +156,5 @@ EXECUTORS: dict[type[c.Command], Executor] = {
     c.Update: dml.update,
     c.Delete: dml.delete,
     c.Merge: dml.merge,
+    **index.EXECUTORS,
 }

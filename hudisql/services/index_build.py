@@ -1,0 +1,406 @@
+"""The indexer's side of the metadata table: initialize, build (as Spark jobs), catch up, drop.
+
+:class:`IndexBackend` is what :class:`~hudisql.services.indexer.Indexer` asks of the
+metadata table (``hudisql.metadata``): file groups initialized at the plan's
+initialization instant (``<base instant>010``, the next free suffix when a partition
+already used it), partitions built from the data table as Spark jobs, coverage of a data
+instant by a metadata deltacommit, and dropping partitions.
+
+A build is two stages of Spark jobs. Stage 1 has one task per unit of work, calling the
+metadata builders on executors: a latest file slice (record and secondary indexes) or a data
+partition (files, column stats, partition stats, identity expression indexes, whose records
+are per committed file); each record is routed to its file group and staged as Avro bytes
+under ``.hoodie/.temp/<instant>/index``. Units run in batches (one job each) so progress is
+reported as they finish. Stage 2 shuffles by file group and writes one parquet base file per
+file group, records of one key merged by Hudi's payload rules. The driver only plans and
+completes the metadata instant.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import posixpath
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hudisql.errors import IndexingError
+from hudisql.metadata import schema as S
+from hudisql.metadata.builders import (
+    column_stats_records,
+    committed_files,
+    file_group_count,
+    files_records,
+    index_spec,
+    partition_stats_records,
+    record_index_records,
+    secondary_index_records,
+)
+from hudisql.metadata.commit_update import commit_updates
+from hudisql.metadata.config import (
+    IndexDefinition,
+    load_index_definitions,
+    save_index_definitions,
+)
+from hudisql.metadata.partitions import (
+    EXPR_INDEX_PREFIX,
+    SECONDARY_INDEX_PREFIX,
+    MetadataPartitionType,
+    file_group_indexes,
+    partition_spec,
+)
+from hudisql.metadata.records import Record, merge_records
+from hudisql.metadata.table import INIT_SUFFIX, METADATA_PATH, MetadataTable, init_instant_time
+from hudisql.table.commit_metadata import WriteStat
+from hudisql.table.filenames import BaseFileName, write_token
+from hudisql.table.fsview import FileSlice, FileSystemView
+from hudisql.table.instant import Action, Instant, State, instant_file_name
+from hudisql.table.table import HudiTable
+from hudisql.table.write_files import MARKER_DIR, marker_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "EXPR_INDEX_PREFIX",
+    "SECONDARY_INDEX_PREFIX",
+    "IndexBackend",
+    "PartitionRequest",
+    "new_definition",
+]
+
+#: Units of work per Spark job of stage 1 (at least; more when there are many units).
+MIN_BATCH_UNITS = 8
+MAX_BATCHES = 10
+_TOKEN = write_token(0, 0, 0)
+_STAGED = "partition string, fg int, key string, record binary"
+_STATS = "path string, file_id string, partition string, rows long, bytes long"
+#: Per data partition: these partition types build from the committed files.
+_PER_DATA_PARTITION = (MetadataPartitionType.FILES, MetadataPartitionType.COLUMN_STATS,
+                       MetadataPartitionType.PARTITION_STATS,
+                       MetadataPartitionType.EXPRESSION_INDEX)
+
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class PartitionRequest:
+    """A metadata partition to build, with its index definition (named indexes only)."""
+
+    partition: str
+    definition: IndexDefinition | None = None
+
+
+def new_definition(partition: str, index_type: str, columns: Sequence[str],
+                   options: Mapping[str, str]) -> IndexDefinition:
+    """The index.json definition of a named index (``expr`` becomes the index function)."""
+    function = next((v for k, v in options.items() if k.lower() == "expr"), "identity")
+    rest = {k: v for k, v in options.items() if k.lower() != "expr"}
+    return IndexDefinition(partition, index_type, tuple(columns), function.lower(), rest)
+
+
+def check_buildable(request: PartitionRequest) -> None:
+    """Refuse, before anything is written, an index hudisql cannot build.
+
+    Raises:
+        IndexingError: a bloom filter or non-identity expression index.
+    """
+    definition = request.definition
+    kind = partition_spec(request.partition).kind
+    if kind == MetadataPartitionType.BLOOM_FILTERS or (
+            kind == MetadataPartitionType.EXPRESSION_INDEX and definition is not None and (
+                definition.index_type != "column_stats"
+                or definition.index_function != "identity")):
+        what = (f"{definition.index_type} with expression {definition.index_function}"
+                if definition is not None else kind.partition_path)
+        raise IndexingError(
+            f"index {request.partition}: hudisql does not build {what} indexes yet; use "
+            "USING column_stats on plain columns, a secondary index or the record index")
+
+
+# ----------------------------------------------------------------------------- executors
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """One piece of stage 1: a metadata partition over a data partition or a file slice."""
+
+    partition: str
+    data_partition: str
+    file_slice: FileSlice | None = None
+
+
+def _unit_records(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDefinition]
+                  ) -> list[Record]:
+    """The metadata records of one unit (runs on an executor)."""
+    spec = index_spec(table, unit.partition, definitions)
+    kind = spec.kind
+    if unit.file_slice is not None:
+        if kind == MetadataPartitionType.RECORD_INDEX:
+            return record_index_records(table, unit.file_slice)
+        return secondary_index_records(table, unit.file_slice, spec.source_fields[0])
+    files = committed_files(table, [unit.data_partition])
+    if kind == MetadataPartitionType.FILES:
+        return files_records(files) if files else []
+    if kind == MetadataPartitionType.PARTITION_STATS:
+        return partition_stats_records(table, files, spec.source_fields)
+    return column_stats_records(table, files, spec.source_fields)
+
+
+def _stage_records(path: str, units: list[_Unit], groups: Mapping[str, int],
+                   definitions: Mapping[str, IndexDefinition]
+                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The stage-1 task: records of the units whose indexes it is given, routed and encoded."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = HudiTable.open(path)
+        schema = S.parsed_schema()
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                unit = units[int(index)]
+                records = _unit_records(table, unit, definitions)
+                if not records:
+                    continue
+                keys = [r["key"] for r in records]
+                fgs = file_group_indexes(keys, groups[unit.partition])
+                encoded = []
+                for record in records:
+                    sink = io.BytesIO()
+                    fastavro.schemaless_writer(sink, schema, record)
+                    encoded.append(sink.getvalue())
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([unit.partition] * len(records)), pa.array(fgs, pa.int32()),
+                     pa.array(keys), pa.array(encoded, pa.binary())],
+                    names=["partition", "fg", "key", "record"])
+    return run
+
+
+def write_base_file(table: HudiTable, partition: str, file_id: str, records: list[Record],
+                    instant_time: str) -> WriteStat:
+    """Write one metadata file group's base file at ``instant_time`` (records sorted by key)."""
+    storage = MetadataTable(table).storage
+    rows = sorted(records, key=lambda r: str(r["key"]))
+    name = BaseFileName(file_id, _TOKEN, instant_time).format()
+    rel = posixpath.join(partition, name)
+    sink = io.BytesIO()
+    pq.write_table(S.to_parquet_rows(rows), sink, compression="zstd", store_schema=False)
+    data = sink.getvalue()
+    storage.write_bytes(marker_path(instant_time, partition, name, "CREATE"), b"")
+    storage.delete(rel)
+    storage.create_if_absent(rel, data)
+    return WriteStat(file_id=file_id, path=rel, num_writes=len(rows), num_inserts=len(rows),
+                     partition_path=partition, total_write_bytes=len(data),
+                     file_size_in_bytes=len(data))
+
+
+def _write_groups(path: str, ids: Mapping[str, list[str]], instant_time: str
+                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The stage-2 task: one base file per (partition, file group) among its rows."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = HudiTable.open(path)
+        schema = S.parsed_schema()
+        groups: dict[tuple[str, int], dict[str, Record]] = {}
+        for batch in batches:
+            for part, fg, raw in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(),
+                                     batch.column(3).to_pylist(), strict=True):
+                record = fastavro.schemaless_reader(io.BytesIO(raw), schema, schema)
+                assert isinstance(record, dict)
+                merged = groups.setdefault((part, fg), {})
+                older = merged.get(record["key"])
+                merged[record["key"]] = record if older is None else merge_records(older, record)
+        for (part, fg), records in groups.items():
+            stat = write_base_file(table, part, ids[part][fg], list(records.values()),
+                                   instant_time)
+            yield pa.RecordBatch.from_pylist([{
+                "path": stat.path, "file_id": stat.file_id, "partition": part,
+                "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}])
+    return run
+
+
+# ----------------------------------------------------------------------------- the backend
+
+
+class IndexBackend:
+    """The metadata-table operations of the RFC-45 indexer (see the module docstring)."""
+
+    def definitions(self, table: HudiTable) -> dict[str, IndexDefinition]:
+        """The table's index definitions by metadata partition."""
+        return load_index_definitions(table)
+
+    @staticmethod
+    def _record_estimate(table: HudiTable) -> int:
+        """About how many records the table holds (from commit statistics, no data read)."""
+        total = 0
+        for instant in table.timeline.completed([Action.COMMIT, Action.DELTACOMMIT,
+                                                 Action.REPLACECOMMIT]):
+            for stat in table.timeline.commit_metadata(instant).write_stats():
+                total += stat.num_inserts - stat.num_deletes
+        return max(total, 0)
+
+    def init_instant(self, table: HudiTable, base: str) -> str:
+        """The metadata instant new partitions built up to ``base`` are initialized at:
+        ``<base>010``, or the next free suffix when another build used it."""
+        mdt = MetadataTable(table)
+        taken = ({i.timestamp for i in mdt.timeline.instants}
+                 if MetadataTable.exists_for(table) else set())
+        init = init_instant_time(base)
+        suffix = int(INIT_SUFFIX)
+        while init in taken:
+            suffix += 1
+            init = base + f"{suffix:03d}"
+        return init
+
+    def initialize(self, table: HudiTable, requests: Sequence[PartitionRequest],
+                   init: str) -> None:
+        """Initialize the partitions' file groups at ``init`` (under the table lock) and save
+        the named indexes' definitions.
+
+        Raises:
+            IndexingError: an index hudisql cannot build (nothing is written).
+        """
+        for request in requests:
+            check_buildable(request)
+        mdt = MetadataTable(table).create_if_absent()
+        named = {r.partition: r.definition for r in requests if r.definition is not None}
+        if named:
+            save_index_definitions(table, {**load_index_definitions(table), **named})
+        records = self._record_estimate(table)
+        for request in requests:
+            kind = partition_spec(request.partition).kind
+            mdt.initialize_partition(request.partition, file_group_count(kind, records), init)
+
+    def reset_build(self, table: HudiTable, partitions: Sequence[str], init: str) -> None:
+        """Undo what a build that died wrote (base files at ``init``; its instant pending)."""
+        mdt = MetadataTable(table)
+        for partition in partitions:
+            if not mdt.storage.exists(partition):
+                continue
+            for status in mdt.storage.list_dir(partition):
+                parsed = BaseFileName.parse(status.name)
+                if parsed is not None and parsed.instant == init:
+                    mdt.storage.delete(status.path)
+        instant = mdt.timeline.get(init)
+        if instant is not None and instant.is_completed:
+            mdt.storage.delete(posixpath.join(
+                mdt.timeline.timeline_dir,
+                instant_file_name(init, Action.DELTACOMMIT, State.COMPLETED)))
+
+    def build(self, spark: SparkSession | None, table: HudiTable, partitions: Sequence[str],
+              init: str, on_progress: ProgressCallback | None) -> None:
+        """Build ``partitions`` from the data table's committed files as Spark jobs, as base
+        files at ``init``; then complete the metadata instant ``init``.
+
+        Raises:
+            IndexingError: no Spark session to run the build in.
+        """
+        if spark is None:
+            raise IndexingError(
+                f"building indexes of table {table.name} needs a Spark session: use "
+                "hudisql.connect() and its table handles or SQL")
+        mdt = MetadataTable(table)
+        definitions = self.definitions(table)
+        units = self._units(table, partitions, definitions)
+        ids = {p: mdt.file_group_ids(p) for p in partitions}
+        staging = f"{MARKER_DIR}/{init}/index"
+        table.storage.delete_dir(staging)
+        staged_uri = table.storage.full_path(staging)
+        size = max(MIN_BATCH_UNITS, math.ceil(len(units) / MAX_BATCHES))
+        groups = {p: len(v) for p, v in ids.items()}
+        for start in range(0, len(units), size):
+            batch = units[start:start + size]
+            frame = spark.range(len(batch), numPartitions=len(batch)).mapInArrow(
+                _stage_records(table.base_path, batch, groups, definitions), _STAGED)
+            frame.write.mode("append").parquet(staged_uri)
+            if on_progress is not None:
+                on_progress(min(start + size, len(units)), len(units))
+        written: set[tuple[str, str]] = set()
+        stats: list[WriteStat] = []
+        if units and table.storage.exists(staging):
+            total = sum(groups.values())
+            rows = (spark.read.schema(_STAGED).parquet(staged_uri)
+                    .repartition(total, "partition", "fg")
+                    .mapInArrow(_write_groups(table.base_path, ids, init), _STATS).collect())
+            for row in rows:
+                written.add((row["partition"], row["file_id"]))
+                stats.append(WriteStat(file_id=row["file_id"], path=row["path"],
+                                       num_writes=row["rows"], num_inserts=row["rows"],
+                                       partition_path=row["partition"],
+                                       total_write_bytes=row["bytes"],
+                                       file_size_in_bytes=row["bytes"]))
+        for partition, file_ids in ids.items():
+            for file_id in file_ids:
+                if (partition, file_id) not in written:
+                    stats.append(write_base_file(table, partition, file_id, [], init))
+        table.storage.delete_dir(staging)
+        mdt.reload().complete_instant(init, stats)
+
+    @staticmethod
+    def _units(table: HudiTable, partitions: Sequence[str],
+               definitions: Mapping[str, IndexDefinition]) -> list[_Unit]:
+        view = FileSystemView(table.storage, table.properties, table.timeline)
+        data_partitions = view.partitions()
+        slices: list[FileSlice] | None = None
+        units: list[_Unit] = []
+        for partition in partitions:
+            kind = index_spec(table, partition, definitions).kind
+            if kind in _PER_DATA_PARTITION:
+                units += [_Unit(partition, p) for p in data_partitions]
+                continue
+            if slices is None:
+                slices = view.latest_file_slices()
+            units += [_Unit(partition, s.partition_path, s) for s in slices]
+        return units
+
+    def covered(self, table: HudiTable, instant: Instant, partitions: Sequence[str]) -> bool:
+        """Whether the metadata table has ``instant``'s updates of every one of ``partitions``."""
+        mdt = MetadataTable(table)
+        found = mdt.timeline.get(instant.timestamp)
+        if found is None or not found.is_completed:
+            return False
+        written = mdt.timeline.commit_metadata(found).partition_to_write_stats
+        return all(p in written for p in partitions)
+
+    def catch_up(self, table: HudiTable, instant: Instant, partitions: Sequence[str]) -> None:
+        """Bring ``partitions`` up to a completed data instant that did not update them (its
+        writer ran without the metadata participant): write its metadata deltacommit.
+
+        Raises:
+            IndexingError: the metadata table has a deltacommit at that instant already
+                (without these partitions): the index cannot be caught up; it is rolled back.
+        """
+        mdt = MetadataTable(table)
+        if mdt.timeline.get(instant.timestamp) is not None:
+            raise IndexingError(
+                f"table {table.name}: {instant.action} {instant.timestamp} completed without "
+                f"updating metadata partitions {', '.join(partitions)} being built; the index "
+                "is rolled back: create it again")
+        metadata = table.timeline.commit_metadata(instant)
+        updates = commit_updates(table, instant.timestamp, metadata, list(partitions))
+        mdt.write_deltacommit(instant.timestamp, updates)
+
+    def drop(self, table: HudiTable, partitions: Sequence[str], init: str | None) -> None:
+        """Delete ``partitions`` from the metadata table and their definitions; with ``init``,
+        roll back that initialization instant. A metadata table left with no partition in
+        hoodie.properties is removed whole."""
+        mdt = MetadataTable(table)
+        for partition in partitions:
+            mdt.drop_partition(partition)
+        if init is not None:
+            mdt.rollback(init)
+        definitions = load_index_definitions(table)
+        if any(p in definitions for p in partitions):
+            save_index_definitions(
+                table, {k: v for k, v in definitions.items() if k not in partitions})
+
+    @staticmethod
+    def remove_if_unused(table: HudiTable) -> None:
+        """Delete ``.hoodie/metadata`` when hoodie.properties lists no partition of it."""
+        props = HudiTable.open(table.base_path).properties
+        if not props.metadata_partitions and not props.metadata_partitions_inflight:
+            table.storage.delete_dir(METADATA_PATH)
