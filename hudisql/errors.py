@@ -76,6 +76,10 @@ class CatalogUnavailableError(CatalogError):
     """The catalog database is unreachable or locked; nothing was changed."""
 
 
+class MetadataTableError(HudiSqlError):
+    """The metadata table (``.hoodie/metadata``) or its configuration is wrong or unusable."""
+
+
 class IndexingError(HudiSqlError):
     """An index could not be defined, built, dropped or found; a failed build is rolled back."""
 

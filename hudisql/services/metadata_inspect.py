@@ -89,6 +89,7 @@ def _text(value: object) -> str | None:
 def validate(path: str) -> Rows:
     """Every difference between the built partitions and a recomputation from the data."""
     result = validate_metadata_table(HudiTable.open(path))
-    rows = [(d.partition, d.key, repr(d.expected), repr(d.actual)) for d in result.differences]
+    rows: list[tuple[object, ...]] = [
+        (d.partition, d.key, repr(d.expected), repr(d.actual)) for d in result.differences]
     return rows, (("partition", "STRING"), ("key", "STRING"), ("expected", "STRING"),
                   ("actual", "STRING"))
