@@ -209,7 +209,9 @@ def _write_groups(path: str, ids: Mapping[str, list[str]], instant_time: str
         for batch in batches:
             for part, fg, raw in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(),
                                      batch.column(3).to_pylist(), strict=True):
-                record = fastavro.schemaless_reader(io.BytesIO(raw), schema, schema)
+                record = fastavro.schemaless_reader(
+                    io.BytesIO(raw), schema, schema, return_record_name=True,
+                    return_record_name_override=True)
                 assert isinstance(record, dict)
                 merged = groups.setdefault((part, fg), {})
                 older = merged.get(record["key"])

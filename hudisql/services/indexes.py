@@ -3,10 +3,12 @@
 What ``CREATE INDEX`` means follows Apache Hudi (``IndexCommands.scala``): without USING, an
 index on exactly the record key columns is the record index (named ``record_index``), on
 another column a secondary index (``secondary_index_<name>``); ``USING column_stats |
-bloom_filters`` is an expression index (``expr_index_<name>``, option ``expr``, default
-``identity``: hudisql also indexes plain columns so). A secondary index needs the record
-index to find rows; it is built in the same run when the table has none. Every definition is
-checked before anything is written, so a refused statement leaves the table as it was.
+bloom_filters`` with an ``expr`` option is an expression index (``expr_index_<name>``).
+Beyond Hudi, ``USING column_stats`` on plain columns (no ``expr``, or ``identity``) builds
+the table's ``column_stats`` partition over those columns, its definition remembering the
+name given. A secondary index needs the record index to find rows; it is built in the
+same run when the table has none. Every definition is checked before anything is
+written, so a refused statement leaves the table as it was.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ if TYPE_CHECKING:
 #: Metadata partitions that are indexes without a user-given name (DROP INDEX takes these).
 UNNAMED_INDEXES = ("record_index", "column_stats", "bloom_filters", "partition_stats")
 RECORD_INDEX = "record_index"
+COLUMN_STATS = "column_stats"
+#: The index option recording the name CREATE INDEX gave an unnamed partition (column_stats).
+INDEX_NAME_OPTION = "hudisql.index.name"
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,8 @@ class IndexInfo:
     index_type: str
     columns: tuple[str, ...]
     state: str
+    #: Every name the index answers to (its partition, the name CREATE INDEX gave it).
+    names: frozenset[str] = field(default=frozenset(), compare=False)
 
     def as_row(self) -> tuple[str, str, str, str]:
         """(index_name, index_type, col_name, state): SHOW INDEXES' columns."""
@@ -165,6 +172,12 @@ class TableIndexes:
         lowered = {c.lower() for c in columns}
         key_set = {k.lower() for k in keys}
         if using is not None:
+            expr = next((v for k, v in options.items() if k.lower() == "expr"), "identity")
+            if using == "column_stats" and expr.lower() == "identity":
+                # Plain columns: the table's column stats index, kept by every commit.
+                named = {**options, INDEX_NAME_OPTION: name}
+                definition = new_definition(COLUMN_STATS, using, columns, named)
+                return [PartitionRequest(COLUMN_STATS, definition)]
             definition = new_definition(EXPR_INDEX_PREFIX + name, using, columns, options)
             return [PartitionRequest(EXPR_INDEX_PREFIX + name, definition)]
         if lowered == key_set:
@@ -196,7 +209,7 @@ class TableIndexes:
     def _existing_name(self, table: HudiTable, name: str, partition: str) -> str | None:
         """The existing index (built, building or defined) ``name`` would clash with."""
         for info in self._infos(table, hide_files=False):
-            if info.name == partition or _short_name(info.name) == name:
+            if info.name == partition or name in info.names:
                 return info.name
         return None
 
@@ -218,21 +231,24 @@ class TableIndexes:
             if hide_files and partition == "files":
                 continue
             definition = definitions.get(partition)
+            names = {partition, _short_name(partition)}
             if definition is not None:
+                given = definition.index_options.get(INDEX_NAME_OPTION)
+                names |= {given} if given else set()
                 infos.append(IndexInfo(partition, definition.index_type,
-                                       tuple(definition.source_fields), state))
+                                       tuple(definition.source_fields), state,
+                                       frozenset(names)))
             else:
-                infos.append(IndexInfo(partition, partition, (), state))
+                infos.append(IndexInfo(partition, partition, (), state, frozenset(names)))
         return infos
 
     # ------------------------------------------------------------------ drop / refresh
 
     def _partition_of(self, table: HudiTable, name: str) -> str | None:
-        known = {i.name for i in self._infos(table, hide_files=True)}
-        for candidate in (name, SECONDARY_INDEX_PREFIX + name, EXPR_INDEX_PREFIX + name):
-            if candidate in known:
-                return candidate
-        return None
+        infos = self._infos(table, hide_files=True)
+        exact = [i.name for i in infos if i.name == name]
+        given = [i.name for i in infos if name in i.names]
+        return (exact or given or [None])[0]
 
     def drop(self, name: str, *, if_exists: bool = False) -> bool:
         """Drop an index (its metadata partition and definition); returns whether it existed.
