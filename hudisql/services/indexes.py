@@ -248,7 +248,8 @@ class TableIndexes:
         infos = self._infos(table, hide_files=True)
         exact = [i.name for i in infos if i.name == name]
         given = [i.name for i in infos if name in i.names]
-        return (exact or given or [None])[0]
+        found = exact or given
+        return found[0] if found else None
 
     def drop(self, name: str, *, if_exists: bool = False) -> bool:
         """Drop an index (its metadata partition and definition); returns whether it existed.
