@@ -123,9 +123,11 @@ class Indexer:
     """Builds metadata-table partitions of one table asynchronously (RFC-45).
 
     ``spark`` runs the builds (one task per file slice); ``on_progress(done, total)``
-    reports file slices built; ``on_step(event, instant)`` is called at each step
-    (``scheduled``, ``inflight``, ``built``, ``waiting``, ``caught_up``, ``completing``,
-    ``completed``, ``aborted``): raising there simulates a failure at that point.
+    reports units built (file slices, or data partitions for file-based indexes);
+    ``on_step(event, instant)`` is called at each step (``initializing`` under the lock,
+    ``scheduled``, ``inflight``, ``built``, ``waiting`` (with the instant waited for),
+    ``caught_up``, ``completing`` (under the lock), ``completed``, ``aborted``): raising
+    there simulates a failure at that point.
     """
 
     path: str
@@ -186,6 +188,7 @@ class Indexer:
             plan = IndexPlan(tuple(
                 IndexPartitionInfo(r.partition, base, {INIT_INSTANT: init}) for r in wanted))
             try:
+                self.on_step("initializing", ts)
                 self.backend.initialize(table, wanted, init)
                 props = self.table().properties
                 inflight = _merged(props.metadata_partitions_inflight,
