@@ -104,11 +104,12 @@ def new_definition(partition: str, index_type: str, columns: Sequence[str],
     return IndexDefinition(partition, index_type, tuple(columns), function.lower(), rest)
 
 
-def check_buildable(request: PartitionRequest) -> None:
+def check_buildable(request: PartitionRequest, label: str | None = None) -> None:
     """Refuse, before anything is written, an index hudisql cannot build.
 
     Raises:
-        IndexingError: a bloom filter or non-identity expression index.
+        IndexingError: a bloom filter or non-identity expression index (the message starts
+            with ``label``, default the partition's name).
     """
     definition = request.definition
     kind = partition_spec(request.partition).kind
@@ -116,11 +117,15 @@ def check_buildable(request: PartitionRequest) -> None:
             kind == MetadataPartitionType.EXPRESSION_INDEX and definition is not None and (
                 definition.index_type != "column_stats"
                 or definition.index_function != "identity")):
-        what = (f"{definition.index_type} with expression {definition.index_function}"
-                if definition is not None else kind.partition_path)
+        what = kind.partition_path
+        if definition is not None:
+            what = definition.index_type
+            if definition.index_function != "identity":
+                what += f" (expression {definition.index_function})"
         raise IndexingError(
-            f"index {request.partition}: hudisql does not build {what} indexes yet; use "
-            "USING column_stats on plain columns, a secondary index or the record index")
+            f"{label or 'index ' + request.partition}: hudisql does not build {what} indexes "
+            "yet; use USING column_stats on plain columns, a secondary index or the record "
+            "index")
 
 
 # ----------------------------------------------------------------------------- executors

@@ -378,8 +378,9 @@ class Indexer:
         self.backend.drop(table, partitions, init)
         props = HudiTable.open(self.path).properties
         left = [p for p in props.metadata_partitions_inflight if p not in partitions]
-        props.updated(**{METADATA_PARTITIONS_INFLIGHT: ",".join(left) or None}).save(
-            table.storage)
+        if left != props.metadata_partitions_inflight:
+            props.updated(**{METADATA_PARTITIONS_INFLIGHT: ",".join(left) or None}).save(
+                table.storage)
         self.backend.remove_if_unused(table)
 
     def drop(self, partitions: Sequence[str]) -> list[str]:

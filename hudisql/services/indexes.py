@@ -30,6 +30,7 @@ from hudisql.services.index_build import (
     SECONDARY_INDEX_PREFIX,
     IndexBackend,
     PartitionRequest,
+    check_buildable,
     new_definition,
 )
 from hudisql.services.indexer import Indexer, ProgressCallback
@@ -129,6 +130,8 @@ class TableIndexes:
             raise IndexingError(f"{label}: {problem[0]}")
         resolved = self._check_columns(table, label, columns)
         requests = self._requests(table, label, name, resolved, using, options)
+        for request in requests:
+            check_buildable(request, label)
         existing = self._existing_name(table, name, requests[-1].partition)
         if existing is not None:
             if if_not_exists:
