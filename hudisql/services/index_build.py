@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 
 import fastavro
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from hudisql.errors import IndexingError
 from hudisql.metadata import schema as S
@@ -55,13 +54,13 @@ from hudisql.metadata.partitions import (
     partition_spec,
 )
 from hudisql.metadata.records import Record, merge_records
-from hudisql.metadata.table import INIT_SUFFIX, METADATA_PATH, MetadataTable, init_instant_time
+from hudisql.metadata.table import METADATA_PATH, MetadataTable
 from hudisql.table.commit_metadata import WriteStat
-from hudisql.table.filenames import BaseFileName, write_token
+from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSlice, FileSystemView
 from hudisql.table.instant import Action, Instant, State, instant_file_name
 from hudisql.table.table import HudiTable
-from hudisql.table.write_files import MARKER_DIR, marker_path
+from hudisql.table.write_files import MARKER_DIR
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -77,7 +76,6 @@ __all__ = [
 #: Units of work per Spark job of stage 1 (at least; more when there are many units).
 MIN_BATCH_UNITS = 8
 MAX_BATCHES = 10
-_TOKEN = write_token(0, 0, 0)
 _STAGED = "partition string, fg int, key string, record binary"
 _STATS = "path string, file_id string, partition string, rows long, bytes long"
 #: Per data partition: these partition types build from the committed files.
@@ -185,24 +183,6 @@ def _stage_records(path: str, units: list[_Unit], groups: Mapping[str, int],
     return run
 
 
-def write_base_file(table: HudiTable, partition: str, file_id: str, records: list[Record],
-                    instant_time: str) -> WriteStat:
-    """Write one metadata file group's base file at ``instant_time`` (records sorted by key)."""
-    storage = MetadataTable(table).storage
-    rows = sorted(records, key=lambda r: str(r["key"]))
-    name = BaseFileName(file_id, _TOKEN, instant_time).format()
-    rel = posixpath.join(partition, name)
-    sink = io.BytesIO()
-    pq.write_table(S.to_parquet_rows(rows), sink, compression="zstd", store_schema=False)
-    data = sink.getvalue()
-    storage.write_bytes(marker_path(instant_time, partition, name, "CREATE"), b"")
-    storage.delete(rel)
-    storage.create_if_absent(rel, data)
-    return WriteStat(file_id=file_id, path=rel, num_writes=len(rows), num_inserts=len(rows),
-                     partition_path=partition, total_write_bytes=len(data),
-                     file_size_in_bytes=len(data))
-
-
 def _write_groups(path: str, ids: Mapping[str, list[str]], instant_time: str
                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The stage-2 task: one base file per (partition, file group) among its rows."""
@@ -221,9 +201,10 @@ def _write_groups(path: str, ids: Mapping[str, list[str]], instant_time: str
                 merged = groups.setdefault((part, fg), {})
                 older = merged.get(record["key"])
                 merged[record["key"]] = record if older is None else merge_records(older, record)
+        mdt = MetadataTable(table)
         for (part, fg), records in groups.items():
-            stat = write_base_file(table, part, ids[part][fg], list(records.values()),
-                                   instant_time)
+            stat = mdt.write_base_file(part, ids[part][fg],
+                                       S.to_parquet_rows(list(records.values())), instant_time)
             yield pa.RecordBatch.from_pylist([{
                 "path": stat.path, "file_id": stat.file_id, "partition": part,
                 "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}])
@@ -252,16 +233,8 @@ class IndexBackend:
 
     def init_instant(self, table: HudiTable, base: str) -> str:
         """The metadata instant new partitions built up to ``base`` are initialized at:
-        ``<base>010``, or the next free suffix when another build used it."""
-        mdt = MetadataTable(table)
-        taken = ({i.timestamp for i in mdt.timeline.instants}
-                 if MetadataTable.exists_for(table) else set())
-        init = init_instant_time(base)
-        suffix = int(INIT_SUFFIX)
-        while init in taken:
-            suffix += 1
-            init = base + f"{suffix:03d}"
-        return init
+        ``<base>010``, or the next free offset when another build used it."""
+        return MetadataTable(table).new_init_instant(base)
 
     def initialize(self, table: HudiTable, requests: Sequence[PartitionRequest],
                    init: str) -> None:
@@ -340,10 +313,11 @@ class IndexBackend:
                                        partition_path=row["partition"],
                                        total_write_bytes=row["bytes"],
                                        file_size_in_bytes=row["bytes"]))
+        empty = S.to_parquet_rows([])
         for partition, file_ids in ids.items():
             for file_id in file_ids:
                 if (partition, file_id) not in written:
-                    stats.append(write_base_file(table, partition, file_id, [], init))
+                    stats.append(mdt.write_base_file(partition, file_id, empty, init))
         table.storage.delete_dir(staging)
         mdt.reload().complete_instant(init, stats)
 
