@@ -60,6 +60,7 @@ from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSlice, FileSystemView
 from hudisql.table.instant import Action, Instant, State, instant_file_name
 from hudisql.table.table import HudiTable
+from hudisql.table.timeline import Timeline
 from hudisql.table.write_files import MARKER_DIR
 
 if TYPE_CHECKING:
@@ -217,6 +218,10 @@ def _write_groups(path: str, ids: Mapping[str, list[str]], instant_time: str
 class IndexBackend:
     """The metadata-table operations of the RFC-45 indexer (see the module docstring)."""
 
+    def partitions(self, table: HudiTable) -> list[str]:
+        """The partition folders the metadata table has (built, being built or left over)."""
+        return MetadataTable(table).partitions() if MetadataTable.exists_for(table) else []
+
     def definitions(self, table: HudiTable) -> dict[str, IndexDefinition]:
         """The table's index definitions by metadata partition."""
         return load_index_definitions(table)
@@ -362,7 +367,8 @@ class IndexBackend:
                 f"updating metadata partitions {', '.join(partitions)} being built; the index "
                 "is rolled back: create it again")
         metadata = table.timeline.commit_metadata(instant)
-        updates = commit_updates(table, instant.timestamp, metadata, list(partitions))
+        updates = commit_updates(_just_before(table, instant.timestamp), instant.timestamp,
+                                 metadata, list(partitions))
         mdt.write_deltacommit(instant.timestamp, updates)
 
     def drop(self, table: HudiTable, partitions: Sequence[str], init: str | None) -> None:
@@ -385,3 +391,14 @@ class IndexBackend:
         props = HudiTable.open(table.base_path).properties
         if not props.metadata_partitions and not props.metadata_partitions_inflight:
             table.storage.delete_dir(METADATA_PATH)
+
+
+def _just_before(table: HudiTable, instant_time: str) -> HudiTable:
+    """The table as it was just before ``instant_time`` completed: the instants before it,
+    and it still inflight (what the metadata participant sees under the lock)."""
+    timeline = table.timeline
+    files = [f for i in timeline.instants if i.timestamp <= instant_time
+             for f in timeline.instant_files(i.timestamp)
+             if i.timestamp < instant_time or not f.is_completed]
+    return HudiTable(table.storage, table.properties,
+                     Timeline(table.storage, table.properties, files))

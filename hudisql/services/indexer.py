@@ -198,7 +198,12 @@ class Indexer:
             except BaseException:
                 self._revert(self.table(), init, [r.partition for r in wanted])
                 raise
-        self.on_step("scheduled", ts)
+        try:
+            self.on_step("scheduled", ts)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.abort(ts)
+            raise
         return instant
 
     def _wanted(self, table: HudiTable, requests: Sequence[PartitionRequest]
@@ -218,9 +223,10 @@ class Indexer:
                     f"built by indexing instant {busy[request.partition]}; finish it with "
                     "CALL run_indexer(table => ..., mode => 'execute') or drop it with "
                     "mode => 'dropindex'")
+        present = set(self.backend.partitions(table))
         stale = [r.partition for r in wanted
-                 if r.partition in props.metadata_partitions_inflight]
-        if stale:  # an aborted schedule left them: nothing logs to them without a plan
+                 if r.partition in props.metadata_partitions_inflight or r.partition in present]
+        if stale:  # a schedule that died left them: nothing logs to them without a plan
             self._revert(table, None, stale)
         return wanted
 

@@ -136,8 +136,13 @@ class TableIndexes:
         if existing is not None:
             if if_not_exists:
                 return None
+            if existing.state == "building":
+                raise IndexExistsError(
+                    f"{label}: index {existing.name} is being built (or a run that stopped "
+                    f"left it half-built); finish it with CALL run_indexer(table => "
+                    f"'{table.name}', mode => 'execute'), or DROP INDEX {name} ON {table.name}")
             raise IndexExistsError(
-                f"{label}: the table has index {existing} already; DROP INDEX {name} ON "
+                f"{label}: the table has index {existing.name} already; DROP INDEX {name} ON "
                 f"{table.name} first, or write CREATE INDEX IF NOT EXISTS")
         return self._build(requests)
 
@@ -146,7 +151,7 @@ class TableIndexes:
         instant = indexer.schedule(requests)
         if instant is None:
             return None
-        return indexer.execute(instant.timestamp)
+        return indexer.execute(instant.timestamp)  # rolls the instant back if it fails
 
     @staticmethod
     def _check_columns(table: HudiTable, label: str, columns: Sequence[str]) -> builtins.list[str]:
@@ -209,11 +214,11 @@ class TableIndexes:
             requests.insert(0, PartitionRequest(RECORD_INDEX))
         return requests
 
-    def _existing_name(self, table: HudiTable, name: str, partition: str) -> str | None:
-        """The existing index (built, building or defined) ``name`` would clash with."""
+    def _existing_name(self, table: HudiTable, name: str, partition: str) -> IndexInfo | None:
+        """The existing index (built or building) ``name`` would clash with."""
         for info in self._infos(table, hide_files=False):
             if info.name == partition or name in info.names:
-                return info.name
+                return info
         return None
 
     # ------------------------------------------------------------------ list
