@@ -50,8 +50,8 @@ import hudisql
 from hudisql.read.datasource import read_slice_batches, spark_schema
 from hudisql.read.snapshot import SPLIT_TOUCHED
 from hudisql.table.small_files import SMALL_FILE_LIMIT
+from hudisql.table.write_create import create_table
 from hudisql.table.write_files import COMPRESSION_CODEC
-from hudisql.table.writer import create_table
 
 SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()),
                     ("fare", pa.float64()), ("city", pa.string())])

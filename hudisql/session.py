@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from hudisql.catalog import Catalog, TableName
     from hudisql.services.indexes import TableIndexes
     from hudisql.table import HudiTable
-    from hudisql.write.commit import StepHook
+    from hudisql.txn.transaction import StepHook
     from hudisql.write.dataframe_writer import Committer
     from hudisql.write.dml import DmlResult, DmlTable, MergeBuilder, Value
     from hudisql.write.pipeline import WriteResult

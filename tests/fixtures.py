@@ -31,7 +31,7 @@ LOG_FILES = {
     kind: next(p for p in (FIXTURES / "log_files" / kind).iterdir() if p.name.startswith("."))
     for kind in ("valid_log_avro_data", "valid_log_delete", "valid_log_parquet_data",
                  "valid_log_rollback")
-} if (FIXTURES / "log_files").exists() else {}
+}
 
 
 @cache

@@ -1,7 +1,6 @@
 """The catalog: databases and tables in a real database, write ids, the notification log,
-and a synchronized metadata cache that is never stale for managed tables.
-
-Imports SQLAlchemy and ``hudisql.table``; nothing of Spark.
+a synchronized metadata cache that is never stale for managed tables, and the table lock
+kept in its database. May import SQLAlchemy, ``hudisql.table`` and ``hudisql.txn``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The synchronized metastore cache (seed 003): table entries tagged with the write ids they
-are valid at, kept current from the notification log, served only when provably fresh.
+"""The synchronized metastore cache (after Hive's "Synchronized Metastore Cache" design):
+table entries tagged with the write ids they are valid at, kept current from the
+notification log, served only when provably fresh.
 
 A read brings the statement's ValidWriteIdList and table id. The cache serves its entry only
 when the entry's tag is *equivalent* to the statement's list (no write id committed between
@@ -58,7 +59,7 @@ class _Slot:
 
 
 class MetastoreCache:
-    """Table entries by table id, with the seed's freshness check and event application.
+    """Table entries by table id, with the design's freshness check and event application.
 
     Thread-safe: the poller thread applies events while sessions look entries up.
     """

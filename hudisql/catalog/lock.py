@@ -3,10 +3,11 @@
 The lock is a row of ``hudisql_locks`` keyed by the table key: inserting it takes the lock
 (the primary key lets only one writer in), deleting it releases it. The row carries a lease
 that a heartbeat thread renews while the lock is held; a holder that died stops renewing and
-its lock may be taken over once the lease ran out. It is a ``hudisql.write.lock``
-:class:`LockProvider` like the in-process and file-based ones, registered as
-``hoodie.write.lock.provider=catalog``: writers then name the catalog database with
-``hudisql.catalog.url`` (or the ``HUDISQL_CATALOG_URL`` environment variable).
+its lock may be taken over once the lease ran out. It is a ``hudisql.txn.lock``
+:class:`LockProvider` like the in-process and file-based ones, which finds it by name
+(``hoodie.write.lock.provider=catalog``) when a writer asks for it: writers then name the
+catalog database with ``hudisql.catalog.url`` (or the ``HUDISQL_CATALOG_URL`` environment
+variable).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sqlalchemy.engine import Engine
 
 from hudisql.catalog import db
 from hudisql.errors import CatalogError, LockError
-from hudisql.write.lock import LockProvider, register_lock_provider
+from hudisql.txn.lock import LockProvider
 
 _MAX_BACKOFF = 0.05
 
@@ -35,6 +36,12 @@ class CatalogLockProvider(LockProvider):
 
     Not reentrant: a holder asking again for the same key waits like anyone else.
     """
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> LockProvider:
+        """The provider for ``hoodie.write.lock.provider=catalog`` (see
+        :func:`provider_from_options`)."""
+        return provider_from_options(options)
 
     def __init__(self, engine: Engine, lease: float = 60.0) -> None:
         if lease <= 0:
@@ -193,5 +200,3 @@ def provider_from_options(options: Mapping[str, str]) -> CatalogLockProvider:
             f"{CATALOG_URL_OPTION} (e.g. postgresql://user@host/db) or HUDISQL_CATALOG_URL")
     return CatalogLockProvider(_engine_for(url), lease=float(options.get(LEASE_OPTION, 60.0)))
 
-
-register_lock_provider("catalog", provider_from_options)

@@ -104,7 +104,7 @@ class _Tx:
 
 
 class CatalogStore:
-    """Reads and writes the catalog database directly (the "ObjectStore" of the seed)."""
+    """Reads and writes the catalog database directly (the "ObjectStore" of Hive's metastore)."""
 
     def __init__(self, engine: Engine, clock: Callable[[], float] = time.time) -> None:
         self.engine = engine

@@ -65,7 +65,7 @@ class ValidWriteIdList:
 
     @property
     def invalid_ids(self) -> tuple[int, ...]:
-        """Open and aborted write ids together, sorted (the seed's ``[hwm: exceptions]``)."""
+        """Open and aborted write ids together, sorted (Hive's ``[hwm: exceptions]``)."""
         return tuple(sorted(self._invalid))
 
     @property
@@ -186,7 +186,7 @@ class ValidWriteIdList:
         invalid: Iterable[int] = (),
         aborted: Iterable[int] = (),
     ) -> ValidWriteIdList:
-        """The seed's ``[hwm: invalid ids]`` shorthand: ``invalid`` open, ``aborted`` aborted."""
+        """Hive's ``[hwm: invalid ids]`` shorthand: ``invalid`` open, ``aborted`` aborted."""
         aborted_ids = tuple(aborted)
         return cls(
             table, high_watermark, tuple(w for w in invalid if w not in aborted_ids), aborted_ids

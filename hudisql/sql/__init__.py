@@ -3,7 +3,8 @@
 :class:`SqlRouter` is what :func:`hudisql.connect` installs as the session's router; it
 owns the session's catalog. One executor per command kind lives in
 :mod:`hudisql.sql.executors` (DDL in :mod:`~hudisql.sql.ddl`, DML in :mod:`~hudisql.sql.dml`,
-SHOW TIMELINE rows in :mod:`~hudisql.sql.timeline`).
+SHOW TIMELINE rows in :mod:`~hudisql.sql.timeline`). The top layer with
+``session``, ``cli`` and ``magic``: may import every package below it.
 """
 
 from __future__ import annotations

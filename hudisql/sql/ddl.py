@@ -122,7 +122,7 @@ def _check_registered(entry: TableEntry, command: c.CreateTable) -> None:
 def _create_managed(
     ctx: StatementContext, name: TableName, command: c.CreateTable, schema: pa.Schema
 ) -> TableEntry:
-    from hudisql.table.writer import create_table as core_create
+    from hudisql.table.write_create import create_table as core_create
 
     catalog = ctx.catalog
     if command.location is not None:
@@ -175,14 +175,14 @@ def rename_table(ctx: StatementContext, command: c.AlterTableRename) -> DataFram
 
 def add_columns(ctx: StatementContext, command: c.AlterTableAddColumns) -> DataFrame:
     """ALTER TABLE t ADD COLUMNS: an empty ``ALTER_SCHEMA`` commit carrying the new schema
-    (the write package's :func:`~hudisql.write.schema_evolution.add_columns`), inside a
+    (the commit protocol's :func:`~hudisql.txn.schema_evolution.add_columns`), inside a
     catalog write id for a managed table.
 
     Raises:
         WriteError: a nested or positioned column, a NOT NULL column, or a name the table
             already has.
     """
-    from hudisql.write.schema_evolution import add_columns as commit_columns
+    from hudisql.txn.schema_evolution import add_columns as commit_columns
 
     entry = ctx.require(command.table, "ALTER TABLE ADD COLUMNS")
     for column in command.columns:

@@ -217,7 +217,7 @@ def _add_clause(builder: api.MergeBuilder, clause: c.MergeClause) -> api.MergeBu
 def rollback(ctx: StatementContext, entry: TableEntry, instant_time: str) -> str:
     """Roll back the failed write ``instant_time`` with the table core; returns the rollback's
     instant time."""
-    from hudisql.table.writer import WriteClient
+    from hudisql.txn.writer import WriteClient
 
     client = WriteClient(_open(entry))
     if entry.managed:

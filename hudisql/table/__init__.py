@@ -1,7 +1,8 @@
 """The storage core: Hudi's on-disk format (properties, timeline, file view, log format, merge).
 
-Owns everything about files in Hudi's layout (read v6/v8/v9, write v6). Imports nothing of
-Spark, so Spark executors and other tools can use it; see ``shared/design/FORMAT.md``.
+Owns everything about files in Hudi's layout (read v6/v8/v9, write v6); see
+``docs/FORMAT.md``. Imports only ``hudisql.errors``: nothing of Spark and no layer
+above it (the commit protocol is ``hudisql.txn``), so Spark executors and other tools use it.
 """
 
 from __future__ import annotations

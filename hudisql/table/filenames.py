@@ -2,7 +2,7 @@
 
 A base file is ``<fileId>_<writeToken>_<instant>.<extension>`` and a log file is
 ``.<fileId>_<baseInstant>.log.<version>_<writeToken>`` (``archive`` instead of ``log`` in
-old archived timelines, a ``.cdc`` suffix for change-data files); see FORMAT.md.
+old archived timelines, a ``.cdc`` suffix for change-data files); see docs/FORMAT.md.
 """
 
 from __future__ import annotations

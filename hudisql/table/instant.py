@@ -5,7 +5,7 @@ them ``<ts>.<action>.requested``, ``<ts>.<action>.inflight`` and ``<ts>.<action>
 layout 2 (versions 8 and 9) names completed instants ``<requestedTs>_<completionTs>.<action>``.
 Two actions complete under another action's name (``compaction`` as ``commit``,
 ``logcompaction`` as ``deltacommit``, ``clustering`` as ``replacecommit``), and a plain
-``commit`` goes inflight as ``<ts>.inflight``. See ``shared/design/FORMAT.md``.
+``commit`` goes inflight as ``<ts>.inflight``. See ``docs/FORMAT.md``.
 """
 
 from __future__ import annotations

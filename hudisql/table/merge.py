@@ -1,6 +1,6 @@
 """Merged read of one file slice: its base file plus the valid blocks of its log files.
 
-The rules (``shared/design/FORMAT.md``): a data or delete block counts only when its
+The rules (``docs/FORMAT.md``): a data or delete block counts only when its
 ``INSTANT_TIME`` is a visible instant (completed, not rolled back, no later than ``as_of``);
 a rollback command block voids every block of its target instant wherever it sits in the
 slice's logs; a log-compacted block stands in for the blocks it names; corrupt blocks are

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from hudisql.errors import (
     CorruptTableError,
@@ -321,12 +321,15 @@ class Timeline:
         }
 
     def create_requested(
-        self, action: str, timestamp: str | None = None, content: bytes = b""
+        self, action: str, timestamp: str | None = None, content: bytes = b"",
+        reserve: Callable[[str], None] | None = None,
     ) -> Instant:
         """Create ``<ts>.<action>.requested`` holding ``content``; returns the instant.
 
         Without ``timestamp`` a new instant time is taken, later than every instant on the
-        timeline (retried if another writer takes the same time meanwhile).
+        timeline (retried if another writer takes the same time meanwhile). ``reserve(ts)``
+        is called with each time tried, before its file exists: a writer starts the
+        instant's heartbeat there, so no other writer ever sees the instant without one.
 
         Raises:
             InstantExistsError: an instant at ``timestamp`` exists already.
@@ -341,7 +344,7 @@ class Timeline:
                 f"savepoints on table {self.storage.base_uri} have no requested state: "
                 "use create_inflight"
             )
-        return self._create_new(action, State.REQUESTED, timestamp, content)
+        return self._create_new(action, State.REQUESTED, timestamp, content, reserve)
 
     def create_inflight(
         self, action: str, timestamp: str | None = None, content: bytes = b""
@@ -362,7 +365,8 @@ class Timeline:
         return self._create_new(action, State.INFLIGHT, timestamp, content)
 
     def _create_new(
-        self, action: str, state: State, timestamp: str | None, content: bytes
+        self, action: str, state: State, timestamp: str | None, content: bytes,
+        reserve: Callable[[str], None] | None = None,
     ) -> Instant:
         if timestamp is not None:
             if not is_instant_time(timestamp):
@@ -375,10 +379,14 @@ class Timeline:
                     f"an instant at {timestamp} already exists on the timeline of table "
                     f"{self.storage.base_uri}; pick a new instant time"
                 )
+            if reserve is not None:
+                reserve(timestamp)
             return self._create(Instant(timestamp, action, state), content)
         after = max(self._times_on_disk(), default=None)
         for _ in range(_MAX_TIME_ATTEMPTS):
             ts = new_instant_time(after=after)
+            if reserve is not None:
+                reserve(ts)
             try:
                 return self._create(Instant(ts, action, state), content)
             except InstantExistsError:

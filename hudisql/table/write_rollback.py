@@ -47,7 +47,13 @@ from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
 from hudisql.table.write_files import MARKER_DIR
 
-__all__ = ["OVERWRITE_OPERATIONS", "StepHook", "is_overwrite_write", "rollback_instant"]
+__all__ = [
+    "OVERWRITE_OPERATIONS",
+    "StepHook",
+    "is_overwrite_write",
+    "rollback_instant",
+    "rollback_target",
+]
 
 #: Called with (event, detail) at each step of a write or rollback; tests inject failures.
 StepHook = Callable[[str, str], None]
@@ -90,26 +96,21 @@ def is_overwrite_write(timeline: Timeline, instant: Instant) -> bool:
         return False
 
 
-def rollback_instant(table: HudiTable, instant_time: str, on_step: StepHook | None = None) -> str:
-    """Roll back the write ``instant_time`` of ``table``; returns the rollback's time.
-
-    A pending write is rolled back whatever came after it; a completed one only when it is
-    the latest completed write (its data files removed, and the instant voided). Re-running
-    it after a crash finishes the same rollback; running it for an instant already rolled
-    back returns that rollback's time and changes nothing.
+def rollback_target(table: HudiTable, instant_time: str) -> Instant | None:
+    """The write instant a rollback of ``instant_time`` would undo, checked; None when a
+    completed rollback already undid it (a re-run then changes nothing).
 
     Raises:
         WriteError: no such instant; not a commit, deltacommit or insert overwrite; or a
             completed write that later completed writes build on (names the latest).
     """
-    step = on_step or _no_step
     timeline = table.timeline
     where = f"table {table.name} at {table.base_path}"
     target = timeline.get(instant_time)
-    done, pending = _rollbacks_of(timeline, instant_time)
+    done, _ = _rollbacks_of(timeline, instant_time)
     if target is None:
         if done is not None:
-            return done.timestamp
+            return None
         raise WriteError(
             f"no instant {instant_time} on the timeline of {where}; SHOW TIMELINE lists the "
             "instants that can be rolled back"
@@ -122,6 +123,29 @@ def rollback_instant(table: HudiTable, instant_time: str, on_step: StepHook | No
         )
     if target.is_completed and done is None:
         _require_latest(timeline, target, where)
+    return target
+
+
+def rollback_instant(table: HudiTable, instant_time: str, on_step: StepHook | None = None) -> str:
+    """Roll back the write ``instant_time`` of ``table``; returns the rollback's time.
+
+    A pending write is rolled back whatever came after it; a completed one only when it is
+    the latest completed write (its data files removed, and the instant voided). Re-running
+    it after a crash finishes the same rollback; running it for an instant already rolled
+    back returns that rollback's time and changes nothing. The format steps only: the
+    commit protocol (``hudisql.txn.rollback``) takes the table lock and tells the commit
+    participants.
+
+    Raises:
+        WriteError: see :func:`rollback_target`.
+    """
+    step = on_step or _no_step
+    timeline = table.timeline
+    target = rollback_target(table, instant_time)
+    done, pending = _rollbacks_of(timeline, instant_time)
+    if target is None:
+        assert done is not None
+        return done.timestamp
     if done is None:
         if pending is None:
             plan = _plan(table, target)

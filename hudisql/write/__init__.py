@@ -1,4 +1,5 @@
-"""The write path: Spark write jobs, the commit protocol, table locks, heartbeats, rollback.
+"""The Spark write path: write jobs on executors, DML, ``df.write``, staging.
 
-Uses ``hudisql.table`` for the format and Spark for the heavy work.
+Commits every write through ``hudisql.txn`` (the commit protocol). May import
+``hudisql.table``, ``hudisql.txn``, ``hudisql.metadata`` and ``hudisql.read``; and Spark.
 """

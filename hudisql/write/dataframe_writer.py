@@ -133,7 +133,7 @@ def _create(request: SaveRequest, df: DataFrame) -> None:
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from hudisql.table.writer import create_table
+    from hudisql.table.write_create import create_table
     from hudisql.write.pipeline import IS_DELETED
 
     name = request.options.get(TABLE_NAME)

@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 from hudisql.errors import WriteError
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.table import HudiTable
-from hudisql.write.commit import StepHook
+from hudisql.txn.transaction import StepHook
 from hudisql.write.dml_expressions import (
     ExpressionPlan,
     expression_columns,

@@ -28,7 +28,7 @@ a MERGE with update and delete clauses is one commit. ``insert_overwrite`` and
 ``insert_overwrite_table`` write every row to new file groups (no key lookup) and complete
 as a replacecommit naming the file groups they replace.
 
-The :class:`~hudisql.write.commit.Transaction` wraps it all in Hudi's commit protocol.
+The :class:`~hudisql.txn.transaction.Transaction` wraps it all in Hudi's commit protocol.
 """
 
 from __future__ import annotations
@@ -80,14 +80,14 @@ from hudisql.table.write_records import (
     precombine,
     record_keys,
 )
-from hudisql.table.writer import WriteClient, _check_writable, _writer_schema
-from hudisql.write.commit import (
+from hudisql.table.write_slices import check_writable, merge_copy_on_write, writer_schema
+from hudisql.txn.schema_evolution import evolve_on_write
+from hudisql.txn.transaction import (
     OVERWRITE_PARTITIONS,
     OVERWRITE_TABLE,
     StepHook,
     Transaction,
 )
-from hudisql.write.schema_evolution import evolve_on_write
 from hudisql.write.staging import check_partition_paths, stage_in_jvm
 
 #: Operations and their ``operationType`` in commit metadata.
@@ -146,8 +146,8 @@ class _TableSpec:
 
 def _spec(table: HudiTable, options: Mapping[str, str]) -> _TableSpec:
     props = table.properties
-    labelled = _check_writable(table)
-    avro, arrow = _writer_schema(table)
+    labelled = check_writable(table)
+    avro, arrow = writer_schema(table)
     return _TableSpec(table.base_path, table.name, tuple(props.record_key_fields),
                       tuple(props.partition_fields), props.hive_style_partitioning, labelled,
                       props.precombine_field, props.is_mor, avro_text(avro), arrow,
@@ -320,7 +320,7 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
                               token, records, spec.schema_text, deletes=work.deletes,
                               attempt=attempt, base_file=base_file, num_updates=work.updates,
                               expressions=expressions)
-    merged, updated, deleted = WriteClient(table)._merge_copy_on_write(table, work)
+    merged, updated, deleted = merge_copy_on_write(table, work)
     return write_base_file(storage, partition, file_id, instant, token, merged, spec.schema_text,
                            prev_commit=file_slice.base_instant, num_updates=updated,
                            num_deletes=deleted, compression=spec.compression)

@@ -1,5 +1,6 @@
-"""The synchronized cache step by step (seed 003): two catalog instances on one database,
-"HMS 1" writing and "HMS 2" reading, with HMS 2's poller driven by hand."""
+"""The synchronized cache step by step (Hive's "Synchronized Metastore Cache" design): two
+catalog instances on one database, "HMS 1" writing and "HMS 2" reading, with HMS 2's poller
+driven by hand."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def test_an_open_write_id_keeps_the_cache_fresh_and_its_commit_forces_a_refresh(
     hms1.create_table(T, schema="s1")
     hms2.sync()
     write = hms1.allocate_write_id(T)
-    # [2: 2 open] against the cached [1]: nothing committed in between (the seed's case).
+    # [2: 2 open] against the cached [1]: nothing committed in between (the design's case).
     stmt = hms2.begin_statement([T])
     assert str(stmt.get(T).valid_write_ids) == "default.t:2:2:2:"
     hms2.resolve(stmt, T)

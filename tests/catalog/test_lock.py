@@ -103,7 +103,7 @@ def test_locks_of_different_tables_do_not_block_each_other(catalog_url: str) -> 
 
 def test_writers_find_the_catalog_lock_by_name(catalog_url: str) -> None:
     from hudisql.catalog.lock import CatalogLockProvider
-    from hudisql.write.lock import LockProvider, lock_provider_for
+    from hudisql.txn.lock import LockProvider, lock_provider_for
 
     options = {"hoodie.write.lock.provider": "catalog", "hudisql.catalog.url": catalog_url}
     first, second = lock_provider_for(options), lock_provider_for(options)
@@ -116,7 +116,7 @@ def test_writers_find_the_catalog_lock_by_name(catalog_url: str) -> None:
 
 
 def test_the_catalog_lock_needs_a_catalog_url(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hudisql.write.lock import lock_provider_for
+    from hudisql.txn.lock import lock_provider_for
 
     monkeypatch.delenv("HUDISQL_CATALOG_URL", raising=False)
     with pytest.raises(LockError, match=r"hudisql\.catalog\.url"):

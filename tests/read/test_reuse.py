@@ -16,7 +16,7 @@ from pyspark.sql.datasource import EqualTo, GreaterThan
 from hudisql.read.datasource import HudiReader, SliceInput
 from hudisql.read.options import ReadOptions
 from hudisql.table import HudiTable
-from hudisql.table.writer import WriteClient
+from hudisql.txn.writer import WriteClient
 from tests.fixtures import copy_table, table_path
 
 pytestmark = pytest.mark.spark

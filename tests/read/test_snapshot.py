@@ -18,7 +18,7 @@ from hudisql.read import snapshot
 from hudisql.read.options import DIRECT_PARQUET
 from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.txn.writer import WriteClient, create_table
 from hudisql.write.pipeline import SparkWriter
 from tests.read.test_datasource import rows
 

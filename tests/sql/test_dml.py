@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 from hudisql.errors import WriteError
 from hudisql.session import HudiSession
 from hudisql.table import HudiTable
-from hudisql.table.writer import WriteClient
+from hudisql.txn.writer import WriteClient
 
 pytestmark = pytest.mark.spark
 

@@ -12,7 +12,7 @@ from hudisql.errors import HudiSqlError, SqlParseError
 from hudisql.session import HudiSession
 from hudisql.sql.timeline import TIMELINE_COLUMNS, timeline_rows
 from hudisql.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.txn.writer import WriteClient, create_table
 from tests.fixtures import TABLE_ZIPS, copy_table, table_path
 
 # The timeline's file names, parsed here independently of the table core.

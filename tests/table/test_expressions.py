@@ -28,7 +28,8 @@ from hudisql.table.merge import read_file_slice
 from hudisql.table.reconcile import record_committed_log_files, show_log_blocks
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import avro_text, write_log_file
-from hudisql.table.writer import WriteClient, _writer_schema, create_table
+from hudisql.table.write_slices import writer_schema
+from hudisql.txn.writer import WriteClient, create_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("c", pa.int64()), ("name", pa.string())])
 ROWS = [{"id": "k1", "c": 10, "name": "one"}, {"id": "k2", "c": 20, "name": "two"},
@@ -62,7 +63,7 @@ def _commit(table: HudiTable, rows: Sequence[Mapping[str, Any]],
     timeline = table.timeline
     inflight = timeline.transition_to_inflight(timeline.create_requested(Action.DELTACOMMIT))
     ts = inflight.timestamp
-    schema = avro_text(_writer_schema(table)[0])
+    schema = avro_text(writer_schema(table)[0])
     stats = {}
     for attempt in attempts:
         stats[attempt] = write_log_file(

@@ -8,7 +8,7 @@ from pathlib import Path
 from hudisql.table.spurious_files import remove_spurious_log_files, spurious_log_files
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import avro_text, marker_path, write_log_file
-from hudisql.table.writer import _writer_schema
+from hudisql.table.write_slices import writer_schema
 from tests.table.test_expressions import _commit, _read, _records, _table
 
 
@@ -20,7 +20,7 @@ def test_only_the_instants_uncommitted_log_files_are_removed(tmp_path: Path) -> 
     # A marker of this instant naming a file another write created (it took that version).
     other = write_log_file(table.storage, "", file_slice.file_id, file_slice.base_instant,
                            "20000101000000000", "0-9-99", _records([{"id": "k2", "c": 1}]),
-                           avro_text(_writer_schema(table)[0]))
+                           avro_text(writer_schema(table)[0]))
     other_name = posixpath.basename(other.path or "")
     table.storage.write_bytes(marker_path(ts, "", other_name, "APPEND"), b"")
     completed = table.timeline.get(ts)

@@ -1,4 +1,4 @@
-"""Merged reads of one file slice: each rule of FORMAT.md on a crafted, real slice.
+"""Merged reads of one file slice: each rule of docs/FORMAT.md on a crafted, real slice.
 
 Every test writes a real v6 MOR table (hoodie.properties, timeline instants, a parquet
 base file, log files made of Hudi-format blocks) and reads one slice with

@@ -17,7 +17,7 @@ import pytest
 import hudisql
 from hudisql.table import HudiTable
 from hudisql.table.properties import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.txn.writer import WriteClient, create_table
 from tests.fixtures import copy_table
 
 RIDER_A = "334e26e9-8355-45cc-97c6-c31daf0df330"  # ts 1695159649087, fare 19.10

@@ -1,7 +1,7 @@
 """The streamed merge (``stream_file_slice``): exact rows against a model of the rules.
 
 Slices are real v6 MOR tables (``SliceTable`` of ``test_merge.py``). The model applies
-FORMAT.md's rules key by key in plain Python: a natural-order delete wipes every earlier
+docs/FORMAT.md's rules key by key in plain Python: a natural-order delete wipes every earlier
 item of its key, then the greatest (tier, ordering value, is delete, log position) wins,
 where the tier is 2 for an ordering value, 1 for none and 0 for a natural-order delete.
 """
@@ -29,7 +29,7 @@ _delete = st.tuples(st.just("delete"), st.lists(
 
 
 def _model(base: list[tuple[str, Any, str]], blocks: list[Any]) -> dict[str, tuple[Any, str]]:
-    """Per key: (ord, val) of the winner under FORMAT.md's rules; deleted keys absent."""
+    """Per key: (ord, val) of the winner under docs/FORMAT.md's rules; deleted keys absent."""
     items: dict[str, list[tuple[int, Any, int, int, tuple[Any, str] | None]]] = {}
     pos = 0
     for key, ord_, val in base:

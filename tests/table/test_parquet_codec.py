@@ -11,7 +11,7 @@ import pytest
 from hudisql.errors import WriteError
 from hudisql.table import HudiTable
 from hudisql.table.write_files import COMPRESSION_CODEC
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.txn.writer import WriteClient, create_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64())])
 ROWS = pa.table({"id": ["a", "b"], "ts": [1, 2]}, schema=SCHEMA)

@@ -1,4 +1,4 @@
-"""Duplicate log blocks from task retries are never merged: the seed's scenarios on real files.
+"""Duplicate log blocks from task retries are never merged: HUDI-6758's scenarios on real files.
 
 Each test writes a real v6 MOR table (``test_reconcile_kit.RetryTable``) and the log blocks
 of the task attempts of one or more instants, then reads the file slice. Block ``k`` of
@@ -69,7 +69,7 @@ def verdicts(t: RetryTable, mode: str) -> list[str]:
     return [v for *_, v in t.verdicts(mode)]
 
 
-# -- the seed's scenarios ------------------------------------------------------------------
+# -- HUDI-6758's scenarios ------------------------------------------------------------------
 
 
 def test_scenario_1_one_attempt_all_valid(t: RetryTable, rule: tuple[str, bool]) -> None:
@@ -129,7 +129,7 @@ def test_scenario_4_without_reconciliation_applies_the_duplicate(t: RetryTable) 
 
 @pytest.mark.filterwarnings("ignore::hudisql.table.merge.CorruptLogBlockWarning")
 def test_corrupt_block_scenario_same_log_file(t: RetryTable, rule: tuple[str, bool]) -> None:
-    # The seed's "scenario 3 with hdfs": attempt 0's second block is torn, attempt 1 appends
+    # HUDI-6758's "scenario 3 with hdfs": attempt 0's second block is torn, attempt 1 appends
     # its first block to the same log file and its second to the next one.
     mode, record = rule
     i = t.begin(ts(1))

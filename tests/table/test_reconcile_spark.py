@@ -23,8 +23,8 @@ import pytest
 
 from hudisql.table.reconcile import show_log_blocks
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
-from hudisql.write.commit import REMOVE_SPURIOUS_LOG_FILES
+from hudisql.txn.transaction import REMOVE_SPURIOUS_LOG_FILES
+from hudisql.txn.writer import WriteClient, create_table
 from hudisql.write.pipeline import FAULT_AFTER_FILES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

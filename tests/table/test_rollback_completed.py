@@ -17,7 +17,7 @@ import hudisql
 from hudisql.errors import WriteError
 from hudisql.table.commit_metadata import RollbackMetadata
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.txn.writer import WriteClient, create_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()),
                     ("city", pa.string())])

@@ -41,7 +41,7 @@ from hudisql.table.schema import META_COLUMNS, arrow_to_avro, with_meta_fields
 from hudisql.table.storage import Storage
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import marker_path, write_base_file, write_log_file
-from hudisql.table.writer import TIMELINE_FOLDERS, WriteClient, create_table
+from hudisql.txn.writer import TIMELINE_FOLDERS, WriteClient, create_table
 from tests.fixtures import copy_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()),

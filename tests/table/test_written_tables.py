@@ -4,7 +4,7 @@ Each scenario creates a table (merge-on-read and copy-on-write, partitioned and 
 inserts, upserts (log blocks on MOR, rewritten base files on COW), deletes, crashes a
 write midway and rolls it back, and writes again. After every step both readers must
 return exactly the rows the test expects. The written files are then held against the
-shape of the fixtures Apache Hudi wrote: file names (FORMAT.md's regexes), property keys,
+shape of the fixtures Apache Hudi wrote: file names (docs/FORMAT.md's regexes), property keys,
 log block headers, commit metadata keys, parquet footers, rollback instants. Key sets
 are taken from the fixture files themselves.
 """
@@ -34,10 +34,10 @@ from hudisql.table.properties import parse_properties
 from hudisql.table.reconcile import BLOCK_ATTEMPT_STAT_KEY, COMMITTED_LOG_FILES_KEY
 from hudisql.table.storage import Storage
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.txn.writer import WriteClient, create_table
 from tests.fixtures import copy_table, table_path
 
-# FORMAT.md's log file regex, and the base file / file id / timeline names it describes.
+# docs/FORMAT.md's log file regex, and the base file / file id / timeline names it describes.
 LOG_NAME = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(.cdc)?)?")
 BASE_NAME = re.compile(r"^(.+)_(\d+-\d+-\d+)_(\d{17})\.parquet$")
 FILE_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-\d+$")

@@ -34,7 +34,7 @@ import pytest
 from hudisql.table.merge import read_file_slice
 from hudisql.table.reconcile import show_log_blocks
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
+from hudisql.txn.writer import WriteClient, create_table
 from hudisql.write.pipeline import FAULT_AFTER_FILES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

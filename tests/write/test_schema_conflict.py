@@ -25,8 +25,7 @@ from hudisql.errors import ConcurrentSchemaEvolutionError
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.schema import META_COLUMNS
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient, create_table
-from hudisql.write.schema_conflict import (
+from hudisql.txn.schema_conflict import (
     ADDITIVE_RESOLUTION,
     CONFLICT_RESOLUTION_ENABLE,
     SchemaDiff,
@@ -35,7 +34,8 @@ from hudisql.write.schema_conflict import (
     resolve_schema,
     schema_diff,
 )
-from hudisql.write.schema_evolution import EVOLUTION_ON_WRITE
+from hudisql.txn.schema_evolution import EVOLUTION_ON_WRITE
+from hudisql.txn.writer import WriteClient, create_table
 
 S1 = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("fare", pa.float64()),
                 ("city", pa.string())])
@@ -412,7 +412,7 @@ def test_table_services_skip_the_check(tmp_path: Path, operation: str, action: s
 
 
 def test_a_writer_without_a_schema_takes_the_tables(tmp_path: Path) -> None:
-    from hudisql.write.commit import Transaction
+    from hudisql.txn.transaction import Transaction
 
     path = new_table(tmp_path, "MERGE_ON_READ", seeded=True)
     a = Writer("a", ["x"])

@@ -14,14 +14,14 @@ import pytest
 
 from hudisql.errors import ConcurrentSchemaEvolutionError, WriteError
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient
-from hudisql.write.pipeline import SparkWriter
-from hudisql.write.schema_evolution import (
+from hudisql.txn.schema_evolution import (
     EVOLUTION_ON_WRITE,
     RECONCILE_SCHEMA,
     add_columns,
     alter_schema,
 )
+from hudisql.txn.writer import WriteClient
+from hudisql.write.pipeline import SparkWriter
 from tests.write.test_schema_conflict import (
     BASE_COLUMNS,
     EVOLVE,

@@ -18,7 +18,7 @@ import pytest
 from hudisql.errors import CommitConflictError
 from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table.filenames import BaseFileName
-from hudisql.write.heartbeat import HEARTBEAT_INTERVAL_MS
+from hudisql.txn.heartbeat import HEARTBEAT_INTERVAL_MS
 from hudisql.write.pipeline import FAULT_AFTER_FILES, SparkWriter
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -1,6 +1,6 @@
 """Hudi's log block framing: magic, block types, header keys, and what a scan reports.
 
-Binary layout of one block (integers big-endian; see FORMAT.md)::
+Binary layout of one block (integers big-endian; see docs/FORMAT.md)::
 
     magic "#HUDI#" | int64 blockSize | int32 formatVersion | int32 blockType
     | header (int32 count, count x {int32 key, int32 length, UTF-8}) | int64 contentLength
@@ -78,7 +78,7 @@ DATA_BLOCK_TYPES = frozenset(
 #: ``DateWrapper``, ``DecimalWrapper``, ``TimeMicrosWrapper``, ``TimestampMicrosWrapper``.
 #: Each wrapper has one field ``value`` and so encodes exactly as the bare type; ``"decimal"``
 #: is bytes with precision 30, scale 15. Spark's "no ordering value" is IntWrapper(0): the
-#: bytes ``04 00`` in the fixtures. (The ``HoodieDeleteRecordList.avsc`` in shared/fixtures
+#: bytes ``04 00`` in the fixtures. (``tests/data/hudi/HoodieDeleteRecordList.avsc``
 #: lists bare types without the boolean branch; the fixture bytes and Hudi's code disagree
 #: with it.)
 ORDERING_TYPES: tuple[str, ...] = (

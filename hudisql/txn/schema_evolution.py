@@ -3,7 +3,7 @@
 :func:`alter_schema` (and :func:`add_columns` on top of it) commits a new table schema as
 Hudi does for ``ALTER TABLE``: a commit without files (operation ``ALTER_SCHEMA``) whose
 ``extraMetadata.schema`` is the new schema, through the write
-:class:`~hudisql.write.commit.Transaction`, so it takes the table lock and the RFC-82
+:class:`~hudisql.txn.transaction.Transaction`, so it takes the table lock and the RFC-82
 check like any write. It refuses what would break the table's records: dropping or
 retyping a record key, partition or precombine field, dropping any column, adding a
 required column, or changing a type other than Avro's promotions (int -> long -> float ->
@@ -29,7 +29,7 @@ import pyarrow as pa
 from hudisql.errors import WriteError
 from hudisql.table.schema import META_COLUMNS, arrow_to_avro, avro_to_arrow
 from hudisql.table.table import HudiTable
-from hudisql.write.commit import StepHook, Transaction
+from hudisql.txn.transaction import StepHook, Transaction
 
 #: hudisql's switch for writes whose records add nullable columns (default false).
 EVOLUTION_ON_WRITE = "hoodie.schema.on.write.evolution.enable"

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 from hudisql.table.storage import Storage
-from hudisql.write.heartbeat import (
+from hudisql.txn.heartbeat import (
     HEARTBEAT_INTERVAL_MS,
     HEARTBEAT_TOLERABLE_MISSES,
     Heartbeat,
@@ -85,7 +85,7 @@ def test_settings_from_hudi_options() -> None:
 _CHILD = """
 import sys
 from hudisql.table.storage import Storage
-from hudisql.write.heartbeat import Heartbeat
+from hudisql.txn.heartbeat import Heartbeat
 Heartbeat(Storage(sys.argv[1]), sys.argv[2], interval=3600).start()
 print("beating", flush=True)
 sys.stdin.read()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import subprocess
+import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -10,16 +12,14 @@ from pathlib import Path
 import pytest
 
 from hudisql.errors import LockError
-from hudisql.write.lock import (
+from hudisql.txn.lock import (
     LOCK_FILESYSTEM_PATH,
     LOCK_PROVIDER,
     LOCK_WAIT_MS,
     FileLockProvider,
     InProcessLockProvider,
-    LockProvider,
     lock_provider_for,
     lock_timeout,
-    register_lock_provider,
 )
 
 SPAWN = mp.get_context("spawn")
@@ -180,15 +180,24 @@ def test_lock_provider_chosen_by_option(tmp_path: Path) -> None:
         lock_provider_for({LOCK_PROVIDER: "hudisql.errors.LockError"})
 
 
-def test_registered_provider_is_used() -> None:
-    made: list[LockProvider] = []
-
-    def factory(options: Mapping[str, str]) -> LockProvider:
-        made.append(InProcessLockProvider())
-        return made[-1]
-
-    register_lock_provider("test-registered", factory)
-    assert lock_provider_for({LOCK_PROVIDER: "test-registered"}) is made[0]
+def test_short_names_are_dotted_paths_imported_only_when_asked_for() -> None:
+    # Nothing registers itself on import: the txn layer knows the catalog's provider by
+    # name, and importing it does not pull in the catalog (a layer above it).
+    code = (
+        "import sys\n"
+        "from hudisql.txn.lock import LOCK_PROVIDERS, provider_path\n"
+        "assert 'hudisql.catalog' not in sys.modules, 'imported on import'\n"
+        "assert provider_path('catalog') == 'hudisql.catalog.lock.CatalogLockProvider'\n"
+        "assert provider_path('org.apache.hudi.client.transaction.lock."
+        "FileSystemBasedLockProvider') == LOCK_PROVIDERS['file']\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    assert isinstance(lock_provider_for({LOCK_PROVIDER: "in-process"}), InProcessLockProvider)
+    built = lock_provider_for({LOCK_PROVIDER: "file", LOCK_FILESYSTEM_PATH: "/tmp/x-locks"})
+    assert isinstance(built, FileLockProvider) and built.lock_dir == "/tmp/x-locks"
 
 
 def test_lock_timeout_option() -> None:

@@ -16,7 +16,6 @@ and namespaces ignored), as Hudi's schema comparator for schema evolution does.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,7 +27,6 @@ from hudisql.table.instant import Action
 from hudisql.table.schema import META_COLUMNS
 from hudisql.table.table import HudiTable
 from hudisql.table.timeline import COMMIT_ACTIONS, Timeline
-from hudisql.write.lock import lock_provider_for, lock_timeout
 
 #: Hudi's switch of the check (default true).
 CONFLICT_RESOLUTION_ENABLE = "hoodie.write.concurrency.schema.conflict.resolution.enable"
@@ -283,9 +281,8 @@ def resolve_commit_schema(
     """Check a commit about to complete and put the resolved schema into its metadata.
 
     ``table`` is freshly re-read (under the table lock where the writer takes one): its
-    timeline gives the table schema at validation. Both commit paths (the Spark
-    pipeline's :class:`~hudisql.write.commit.Transaction` and the core ``WriteClient``)
-    call this one function.
+    timeline gives the table schema at validation. Every commit path calls it through
+    :class:`~hudisql.txn.transaction.Transaction`.
 
     Returns:
         The resolution (``metadata.extra_metadata["schema"]`` is set to its schema).
@@ -304,12 +301,3 @@ def resolve_commit_schema(
         metadata.extra_metadata["schema"] = resolution.schema
     return resolution
 
-
-def validation_lock(table: HudiTable,
-                    options: Mapping[str, str]) -> contextlib.AbstractContextManager[None]:
-    """The table lock held while a write validates and completes (the options' provider).
-
-    Raises:
-        LockError: the provider is unknown, or the lock is not free in time.
-    """
-    return lock_provider_for(options).lock(table.base_path, lock_timeout(options))

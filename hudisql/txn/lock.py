@@ -3,8 +3,10 @@
 A writer holds the table lock while it checks for conflicts and completes its instant, so
 that two writers never both pass the check. Providers: :class:`InProcessLockProvider`
 (threads of one process), :class:`FileLockProvider` (processes of one machine, ``flock`` on
-a lock file) and, registered by ``hudisql.catalog.lock``, one backed by the catalog database
-(many machines). :func:`lock_provider_for` picks one from a writer's options.
+a lock file) and ``hudisql.catalog.lock.CatalogLockProvider`` (many machines, a row in the
+catalog database). Providers are named by a short name or a dotted path and imported only
+when a writer asks for one: nothing registers itself on import, so this module knows the
+catalog's provider by name only. :func:`lock_provider_for` picks one from a writer's options.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
-from typing import IO, ClassVar, cast
+from typing import IO, ClassVar
 
 from hudisql.errors import LockError
 
@@ -36,6 +38,14 @@ DEFAULT_LOCK_WAIT_MS = 60_000
 
 class LockProvider(ABC):
     """Grants one holder at a time the lock of a table, named by its key (its base path)."""
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> LockProvider:
+        """The provider for a writer's options (subclasses read their own keys).
+
+        The default constructs ``cls(options)``.
+        """
+        return cls(options)  # type: ignore[call-arg]
 
     @contextlib.contextmanager
     def lock(self, table_key: str, timeout: float) -> Iterator[None]:
@@ -77,6 +87,9 @@ class InProcessLockProvider(LockProvider):
     _locks: ClassVar[dict[str, threading.Lock]] = {}
     _guard: ClassVar[threading.Lock] = threading.Lock()
 
+    def __init__(self, options: Mapping[str, str] | None = None) -> None:
+        """The process-wide locks need no options; ``options`` is accepted and ignored."""
+
     def acquire(self, table_key: str, timeout: float) -> Callable[[], None]:
         """Take the process-wide lock of ``table_key``; returns its release function.
 
@@ -103,6 +116,11 @@ class FileLockProvider(LockProvider):
 
     def __init__(self, lock_dir: str | os.PathLike[str] | None = None) -> None:
         self.lock_dir = os.fspath(lock_dir or os.path.join(tempfile.gettempdir(), "hudisql-locks"))
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> LockProvider:
+        """The provider keeping its lock files in ``hoodie.write.lock.filesystem.path``."""
+        return cls(options.get(LOCK_FILESYSTEM_PATH) or None)
 
     def lock_file(self, table_key: str) -> str:
         """The path of the lock file of ``table_key``."""
@@ -148,11 +166,13 @@ class FileLockProvider(LockProvider):
         return release
 
 
-#: Lock providers by name; Hudi's class names are accepted as aliases.
-LOCK_PROVIDERS: dict[str, Callable[[Mapping[str, str]], LockProvider]] = {
-    "in-process": lambda options: InProcessLockProvider(),
-    "file": lambda options: FileLockProvider(options.get(LOCK_FILESYSTEM_PATH) or None),
+#: Short names of the providers, each the dotted path of its :class:`LockProvider` class.
+LOCK_PROVIDERS: dict[str, str] = {
+    "in-process": "hudisql.txn.lock.InProcessLockProvider",
+    "file": "hudisql.txn.lock.FileLockProvider",
+    "catalog": "hudisql.catalog.lock.CatalogLockProvider",
 }
+#: Apache Hudi's class names and other spellings of the short names.
 _ALIASES = {
     "org.apache.hudi.client.transaction.lock.InProcessLockProvider": "in-process",
     "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider": "file",
@@ -161,30 +181,25 @@ _ALIASES = {
 }
 
 
-def register_lock_provider(name: str, factory: Callable[[Mapping[str, str]], LockProvider]) -> None:
-    """Make ``hoodie.write.lock.provider=<name>`` build its provider with ``factory(options)``."""
-    LOCK_PROVIDERS[name] = factory
+def provider_path(name: str) -> str:
+    """The dotted path of the provider class ``name`` stands for (a short name or a path)."""
+    name = _ALIASES.get(name.strip(), name.strip())
+    return LOCK_PROVIDERS.get(name, name)
 
 
 def lock_provider_for(options: Mapping[str, str]) -> LockProvider:
     """The lock provider a writer's options name (default: in-process).
 
-    ``hoodie.write.lock.provider`` is a registered name (``in-process``, ``file``, or one a
-    module registered, like ``catalog``), one of Hudi's provider class names, or the dotted
-    path of a :class:`LockProvider` subclass constructed with the options.
+    ``hoodie.write.lock.provider`` is a short name (``in-process``, ``file``, ``catalog``),
+    one of Hudi's provider class names, or the dotted path of a :class:`LockProvider`
+    subclass; the class is imported now and built with its ``from_options(options)``.
 
     Raises:
         LockError: the name is unknown or does not lead to a LockProvider.
     """
     name = (options.get(LOCK_PROVIDER) or "in-process").strip()
-    name = _ALIASES.get(name, name)
-    if name == "catalog" and name not in LOCK_PROVIDERS:
-        # The catalog registers its provider when imported.
-        with contextlib.suppress(ImportError):
-            importlib.import_module("hudisql.catalog.lock")
-    if name in LOCK_PROVIDERS:
-        return LOCK_PROVIDERS[name](options)
-    module_name, _, class_name = name.rpartition(".")
+    path = provider_path(name)
+    module_name, _, class_name = path.rpartition(".")
     try:
         cls = getattr(importlib.import_module(module_name), class_name) if module_name else None
     except (ImportError, AttributeError):
@@ -195,8 +210,7 @@ def lock_provider_for(options: Mapping[str, str]) -> LockProvider:
             f"unknown {LOCK_PROVIDER}={name!r}: use one of {known}, or the dotted path of a "
             "hudisql LockProvider subclass"
         )
-    factory = cast(Callable[[Mapping[str, str]], LockProvider], cls)
-    return factory(options)
+    return cls.from_options(options)
 
 
 def lock_timeout(options: Mapping[str, str]) -> float:

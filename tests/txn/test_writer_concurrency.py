@@ -20,8 +20,8 @@ from hudisql.errors import CommitConflictError
 from hudisql.table.instant import Action
 from hudisql.table.table import HudiTable
 from hudisql.table.write_rollback import rollback_instant
-from hudisql.table.writer import WriteClient, create_table
-from hudisql.write.commit import Transaction
+from hudisql.txn.transaction import Transaction
+from hudisql.txn.writer import WriteClient, create_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string())])
 

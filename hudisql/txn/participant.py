@@ -1,0 +1,30 @@
+"""Commit participants: what else a commit writes under the table lock (the metadata table).
+
+A :class:`CommitParticipant` is called by :class:`~hudisql.txn.transaction.Transaction`
+after conflict resolution and the schema check, under the table lock, before the data
+instant completes; and by :mod:`hudisql.txn.rollback` whenever a data instant is rolled
+back. Callers pass the participants a table needs (``hudisql.metadata.participants_for``);
+nothing registers itself on import.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from hudisql.table.commit_metadata import CommitMetadata
+from hudisql.table.instant import Instant
+from hudisql.table.table import HudiTable
+
+__all__ = ["CommitParticipant"]
+
+
+class CommitParticipant(Protocol):
+    """Writes alongside a data commit, and undoes it when the data instant is rolled back."""
+
+    def on_commit(self, table: HudiTable, instant: Instant, metadata: CommitMetadata) -> None:
+        """Called under the table lock after conflict resolution, before the data instant
+        completes; raising aborts the commit (the data instant is rolled back)."""
+
+    def on_rollback(self, table: HudiTable, instant: Instant) -> None:
+        """Called (under the lock) when a data instant is rolled back, completed or not;
+        undoes what on_commit wrote for that instant time (idempotent)."""
