@@ -47,8 +47,8 @@ from hudisql.table.index_plan import (
 from hudisql.table.instant import WRITE_ACTIONS, Action, Instant, new_instant_time
 from hudisql.table.properties import METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT
 from hudisql.table.table import HudiTable
-from hudisql.write.heartbeat import heartbeat_settings, is_abandoned
-from hudisql.write.lock import LOCK_PROVIDER, lock_provider_for, lock_timeout
+from hudisql.txn.heartbeat import heartbeat_settings, is_abandoned
+from hudisql.txn.lock import LOCK_PROVIDER, lock_provider_for, lock_timeout
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -16,7 +16,7 @@ from hudisql.session import HudiSession
 from hudisql.table.index_plan import pending_indexing
 from hudisql.table.instant import Action
 from hudisql.table.table import HudiTable
-from hudisql.table.writer import WriteClient
+from hudisql.txn.writer import WriteClient
 from tests.services.indexing import assert_exact, trips
 
 
