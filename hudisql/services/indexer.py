@@ -167,7 +167,9 @@ class Indexer:
     def schedule(self, requests: Sequence[PartitionRequest]) -> Instant | None:
         """Plan the build of ``requests``' partitions; returns the requested instant.
 
-        Partitions already built are left out (None when nothing is left). The ``files``
+        Partitions already built are left out (None when nothing is left); when a pending
+        plan (of a run that stopped) holds all the others, that instant is returned: running
+        it again resumes it. The ``files``
         partition goes first when the metadata table does not have it yet: every other
         index needs it.
 
@@ -178,6 +180,9 @@ class Indexer:
         table = self.table()
         require_lock(self.options, table.name)
         with self._locked() as table:
+            resumed = self._pending_plan_of(table, requests)
+            if resumed is not None:
+                return resumed
             wanted = self._wanted(table, requests)
             if not wanted:
                 return None
@@ -205,6 +210,18 @@ class Indexer:
                 self.abort(ts)
             raise
         return instant
+
+    @staticmethod
+    def _pending_plan_of(table: HudiTable, requests: Sequence[PartitionRequest]
+                         ) -> Instant | None:
+        """The pending indexing instant whose plan holds every requested partition not yet
+        built (a run that stopped: scheduling again resumes it), or None."""
+        completed = set(table.properties.metadata_partitions)
+        wanted = {r.partition for r in requests} - completed
+        for pending in pending_indexing(table.timeline):
+            if wanted and wanted <= set(pending.plan.partitions):
+                return pending.instant
+        return None
 
     def _wanted(self, table: HudiTable, requests: Sequence[PartitionRequest]
                 ) -> list[PartitionRequest]:
