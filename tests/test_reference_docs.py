@@ -198,9 +198,15 @@ def configuration_keys() -> dict[str, str]:
 
 
 def is_module(name: str) -> bool:
-    """Whether ``name`` is a module of this repository (``"hudisql.demo"``), not a key."""
-    path = REPO.joinpath(*name.split("."))
-    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+    """Whether ``name`` names a module of this repository (``"hudisql.demo"``) or a name in
+    one (``"hudisql.txn.lock.FileLockProvider"``, a lock provider's dotted path), not a key."""
+    parts = name.split(".")
+    ends = [len(parts)] + ([len(parts) - 1] if parts[-1][:1].isupper() else [])
+    for end in ends:
+        path = REPO.joinpath(*parts[:end])
+        if path.with_suffix(".py").is_file() or (path / "__init__.py").is_file():
+            return True
+    return False
 
 
 def configuration_problems(entries: list[Section], keys: dict[str, str]) -> list[str]:
