@@ -367,8 +367,9 @@ class Indexer:
                     continue  # later writers log to the partitions; dead ones are failed
                 waiting.append(when)
                 continue
-            if when in snapshot or self.backend.covered(table, instant, todo):
-                continue
+            if (when in snapshot or instant.action not in WRITE_ACTIONS
+                    or self.backend.covered(table, instant, todo)):
+                continue  # built from it, or not a write (cleans keep their own records)
             if wait:
                 with self._locked() as locked:
                     self.backend.catch_up(locked, instant, todo)
