@@ -35,7 +35,12 @@ def _positioned(ctx: StatementContext, what: str) -> Iterator[None]:
         where = f"{what} at line {ctx.statement.line}, column {ctx.statement.column}"
         if str(exc).startswith(where):
             raise
-        raise type(exc)(f"{where}: {exc}").with_traceback(exc.__traceback__) from None
+        try:
+            positioned = type(exc)(f"{where}: {exc}")
+        except TypeError:  # an error class with other constructor arguments: keep it
+            exc.add_note(where)
+            raise exc from None
+        raise positioned.with_traceback(exc.__traceback__) from None
 
 
 def _indexes(ctx: StatementContext, table: c.TableName, what: str) -> TableIndexes:
