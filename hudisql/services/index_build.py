@@ -8,9 +8,10 @@ instant by a metadata deltacommit, and dropping partitions.
 
 A build is two stages of Spark jobs. Stage 1 has one task per unit of work, calling the
 metadata builders on executors: a latest file slice (record and secondary indexes) or a data
-partition (files, column stats, partition stats, identity expression indexes, whose records
-are per committed file); each record is routed to its file group and staged as Avro bytes
-under ``.hoodie/.temp/<instant>/index``. Units run in batches (one job each) so progress is
+partition (files, column stats, partition stats, whose records are per committed file);
+record and secondary index rows are built column-wise in the metadata base-file shape,
+each routed to its file group and staged as parquet under ``.hoodie/.temp/<instant>/index``.
+Units run in batches (one job each) so progress is
 reported as they finish. Stage 2 shuffles by file group and writes one parquet base file per
 file group, records of one key merged by Hudi's payload rules. The driver only plans and
 completes the metadata instant.
@@ -18,18 +19,18 @@ completes the metadata instant.
 
 from __future__ import annotations
 
-import io
 import math
 import posixpath
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import fastavro
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudisql.errors import IndexingError
 from hudisql.metadata import schema as S
+from hudisql.metadata.arrow_records import record_index_rows, secondary_index_rows
 from hudisql.metadata.builders import (
     column_stats_records,
     committed_files,
@@ -37,8 +38,6 @@ from hudisql.metadata.builders import (
     files_records,
     index_spec,
     partition_stats_records,
-    record_index_records,
-    secondary_index_records,
 )
 from hudisql.metadata.commit_update import commit_updates
 from hudisql.metadata.config import (
@@ -46,6 +45,7 @@ from hudisql.metadata.config import (
     load_index_definitions,
     save_index_definitions,
 )
+from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import (
     EXPR_INDEX_PREFIX,
     SECONDARY_INDEX_PREFIX,
@@ -59,6 +59,8 @@ from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSlice, FileSystemView
 from hudisql.table.instant import Action, Instant, State, instant_file_name
+from hudisql.table.merge import read_file_slice
+from hudisql.table.schema import META_COLUMNS
 from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
 from hudisql.table.write_files import MARKER_DIR
@@ -77,7 +79,7 @@ __all__ = [
 #: Units of work per Spark job of stage 1 (at least; more when there are many units).
 MIN_BATCH_UNITS = 8
 MAX_BATCHES = 10
-_STAGED = "partition string, fg int, key string, record binary"
+_PARTITION, _GROUP = "_mdt_partition", "_mdt_file_group"
 _STATS = "path string, file_id string, partition string, rows long, bytes long"
 #: Per data partition: these partition types build from the committed files.
 _PER_DATA_PARTITION = (MetadataPartitionType.FILES, MetadataPartitionType.COLUMN_STATS,
@@ -85,6 +87,7 @@ _PER_DATA_PARTITION = (MetadataPartitionType.FILES, MetadataPartitionType.COLUMN
                        MetadataPartitionType.EXPRESSION_INDEX)
 
 ProgressCallback = Callable[[int, int], None]
+RECORD_KEY = META_COLUMNS[2]
 
 
 @dataclass(frozen=True)
@@ -139,49 +142,92 @@ class _Unit:
     file_slice: FileSlice | None = None
 
 
-def _unit_records(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDefinition]
-                  ) -> list[Record]:
-    """The metadata records of one unit (runs on an executor)."""
+def _unit_rows(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDefinition]
+               ) -> pa.Table:
+    """The metadata rows (base-file shape) of one unit (runs on an executor).
+
+    Record and secondary index rows are built column-wise from the slice's keys and values;
+    the file-based partitions' few records per data partition come from the dict builders.
+    """
     spec = index_spec(table, unit.partition, definitions)
     kind = spec.kind
     if unit.file_slice is not None:
+        fs = unit.file_slice
+        secondary = kind == MetadataPartitionType.SECONDARY_INDEX
+        columns = [RECORD_KEY, *(spec.source_fields[:1] if secondary else ())]
+        data = read_file_slice(table.storage, table.properties, table.timeline, fs,
+                               columns=columns, schema=table.schema)
         if kind == MetadataPartitionType.RECORD_INDEX:
-            return record_index_records(table, unit.file_slice)
-        return secondary_index_records(table, unit.file_slice, spec.source_fields[0])
+            location = RecordLocation(fs.partition_path, fs.file_id, fs.base_instant)
+            return record_index_rows(data.column(RECORD_KEY), location)
+        return secondary_index_rows(data.column(columns[1]), data.column(RECORD_KEY))
     files = committed_files(table, [unit.data_partition])
     if kind == MetadataPartitionType.FILES:
-        return files_records(files) if files else []
-    if kind == MetadataPartitionType.PARTITION_STATS:
-        return partition_stats_records(table, files, spec.source_fields)
-    return column_stats_records(table, files, spec.source_fields)
+        records = files_records(files) if files else []
+    elif kind == MetadataPartitionType.PARTITION_STATS:
+        records = partition_stats_records(table, files, spec.source_fields)
+    else:
+        records = column_stats_records(table, files, spec.source_fields)
+    return S.to_parquet_rows(records)
 
 
-def _stage_records(path: str, units: list[_Unit], groups: Mapping[str, int],
-                   definitions: Mapping[str, IndexDefinition]
-                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The stage-1 task: records of the units whose indexes it is given, routed and encoded."""
+def _staged_schema() -> pa.Schema:
+    """Stage 1's rows: the metadata base-file shape plus their partition and file group."""
+    return S.arrow_schema().append(pa.field(_PARTITION, pa.string())).append(
+        pa.field(_GROUP, pa.int32()))
+
+
+def _spark_schema(schema: pa.Schema) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+def _stage_rows(path: str, units: list[_Unit], groups: Mapping[str, int],
+                definitions: Mapping[str, IndexDefinition]
+                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The stage-1 task: the rows of the units it is given, each routed to its file group."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = HudiTable.open(path)
-        schema = S.parsed_schema()
         for batch in batches:
             for index in batch.column(0).to_pylist():
                 unit = units[int(index)]
-                records = _unit_records(table, unit, definitions)
-                if not records:
+                rows = _unit_rows(table, unit, definitions)
+                if not rows.num_rows:
                     continue
-                keys = [r["key"] for r in records]
-                fgs = file_group_indexes(keys, groups[unit.partition])
-                encoded = []
-                for record in records:
-                    sink = io.BytesIO()
-                    fastavro.schemaless_writer(sink, schema, record)
-                    encoded.append(sink.getvalue())
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array([unit.partition] * len(records)), pa.array(fgs, pa.int32()),
-                     pa.array(keys), pa.array(encoded, pa.binary())],
-                    names=["partition", "fg", "key", "record"])
+                fgs = file_group_indexes(rows.column("key"), groups[unit.partition])
+                rows = rows.append_column(_PARTITION, pa.array([unit.partition] * rows.num_rows))
+                rows = rows.append_column(_GROUP, pa.array(fgs, pa.int32()))
+                yield from rows.to_batches()
     return run
+
+
+def _reshaped(rows: pa.Table, shape: pa.Schema) -> pa.Table:
+    """Rows back from Spark in the exact base-file shape (Spark forgets which nested fields
+    are non-nullable, and gives the children of a null struct nulls)."""
+    columns = []
+    for field in shape:
+        column = rows.column(field.name)
+        if column.null_count == len(column):
+            columns.append(pa.array([None] * len(column), field.type))
+        else:
+            try:
+                columns.append(column.cast(field.type))
+            except pa.ArrowInvalid:  # nulls under nested non-nullable fields: rebuild
+                columns.append(pa.array(column.to_pylist(), field.type))
+    return pa.Table.from_arrays(columns, schema=shape)
+
+
+def _merged_rows(rows: pa.Table) -> pa.Table:
+    """Rows of one file group with each key once: records of one key merged (Hudi's rules)."""
+    if pc.count_distinct(rows.column("key")).as_py() == rows.num_rows:
+        return rows
+    merged: dict[str, Record] = {}
+    for record in S.from_parquet_rows(rows):
+        older = merged.get(record["key"])
+        merged[record["key"]] = record if older is None else merge_records(older, record)
+    return S.to_parquet_rows(list(merged.values()))
 
 
 def _write_groups(path: str, ids: Mapping[str, list[str]], instant_time: str
@@ -190,22 +236,18 @@ def _write_groups(path: str, ids: Mapping[str, list[str]], instant_time: str
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = HudiTable.open(path)
-        schema = S.parsed_schema()
-        groups: dict[tuple[str, int], dict[str, Record]] = {}
+        shape = S.arrow_schema()
+        groups: dict[tuple[str, int], list[pa.RecordBatch]] = {}
         for batch in batches:
-            for part, fg, raw in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(),
-                                     batch.column(3).to_pylist(), strict=True):
-                record = fastavro.schemaless_reader(
-                    io.BytesIO(raw), schema, schema, return_record_name=True,
-                    return_record_name_override=True)
-                assert isinstance(record, dict)
-                merged = groups.setdefault((part, fg), {})
-                older = merged.get(record["key"])
-                merged[record["key"]] = record if older is None else merge_records(older, record)
+            for part in set(batch.column(_PARTITION).to_pylist()):
+                of_part = batch.filter(pc.equal(batch.column(_PARTITION), part))
+                for fg in set(of_part.column(_GROUP).to_pylist()):
+                    groups.setdefault((part, fg), []).append(
+                        of_part.filter(pc.equal(of_part.column(_GROUP), fg)))
         mdt = MetadataTable(table)
-        for (part, fg), records in groups.items():
-            stat = mdt.write_base_file(part, ids[part][fg],
-                                       S.to_parquet_rows(list(records.values())), instant_time)
+        for (part, fg), pieces in groups.items():
+            rows = _reshaped(pa.Table.from_batches(pieces), shape)
+            stat = mdt.write_base_file(part, ids[part][fg], _merged_rows(rows), instant_time)
             yield pa.RecordBatch.from_pylist([{
                 "path": stat.path, "file_id": stat.file_id, "partition": part,
                 "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}])
@@ -297,10 +339,11 @@ class IndexBackend:
         staged_uri = table.storage.full_path(staging)
         size = max(MIN_BATCH_UNITS, math.ceil(len(units) / MAX_BATCHES))
         groups = {p: len(v) for p, v in ids.items()}
+        staged_schema = _spark_schema(_staged_schema())
         for start in range(0, len(units), size):
             batch = units[start:start + size]
             frame = spark.range(len(batch), numPartitions=len(batch)).mapInArrow(
-                _stage_records(table.base_path, batch, groups, definitions), _STAGED)
+                _stage_rows(table.base_path, batch, groups, definitions), staged_schema)
             frame.write.mode("append").parquet(staged_uri)
             if on_progress is not None:
                 on_progress(min(start + size, len(units)), len(units))
@@ -308,8 +351,8 @@ class IndexBackend:
         stats: list[WriteStat] = []
         if units and table.storage.exists(staging):
             total = sum(groups.values())
-            rows = (spark.read.schema(_STAGED).parquet(staged_uri)
-                    .repartition(total, "partition", "fg")
+            rows = (spark.read.schema(staged_schema).parquet(staged_uri)
+                    .repartition(total, _PARTITION, _GROUP)
                     .mapInArrow(_write_groups(table.base_path, ids, init), _STATS).collect())
             for row in rows:
                 written.add((row["partition"], row["file_id"]))
