@@ -6,27 +6,30 @@ initialization instant (``<base instant>010``, the next free suffix when a parti
 already used it), partitions built from the data table as Spark jobs, coverage of a data
 instant by a metadata deltacommit, and dropping partitions.
 
-A build is two stages of Spark jobs. Stage 1 has one task per unit of work, calling the
-metadata builders on executors: a latest file slice (record and secondary indexes) or a data
-partition (files, column stats, partition stats, whose records are per committed file);
-record and secondary index rows are built column-wise in the metadata base-file shape,
-each routed to its file group and staged as parquet under ``.hoodie/.temp/<instant>/index``.
-Units run in batches (one job each) so progress is
-reported as they finish. Stage 2 shuffles by file group and writes one parquet base file per
-file group, records of one key merged by Hudi's payload rules. The driver only plans and
-completes the metadata instant.
+A build is two stages of Spark jobs, each a ``mapInArrow`` over task numbers: no metadata
+row crosses into the JVM. Stage 1 has one task per unit of work calling the metadata
+builders on executors: a latest file slice (record and secondary indexes, rows built
+column-wise in the metadata base-file shape) or a data partition (files, column stats,
+partition stats: records per committed file). Each task routes its rows to their file
+groups and stages one parquet piece per file group under
+``.hoodie/.temp/<init instant>/index``; units run in batches (one job each) so progress is
+reported as they finish. Stage 2 has one task per file group: it reads the group's pieces,
+merges the records of one key by Hudi's payload rules and writes the group's base file.
+The driver only plans and completes the metadata instant.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import posixpath
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from hudisql.errors import IndexingError
 from hudisql.metadata import schema as S
@@ -79,7 +82,6 @@ __all__ = [
 #: Units of work per Spark job of stage 1 (at least; more when there are many units).
 MIN_BATCH_UNITS = 8
 MAX_BATCHES = 10
-_PARTITION, _GROUP = "_mdt_partition", "_mdt_file_group"
 _STATS = "path string, file_id string, partition string, rows long, bytes long"
 #: Per data partition: these partition types build from the committed files.
 _PER_DATA_PARTITION = (MetadataPartitionType.FILES, MetadataPartitionType.COLUMN_STATS,
@@ -171,22 +173,15 @@ def _unit_rows(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDef
     return S.to_parquet_rows(records)
 
 
-def _staged_schema() -> pa.Schema:
-    """Stage 1's rows: the metadata base-file shape plus their partition and file group."""
-    return S.arrow_schema().append(pa.field(_PARTITION, pa.string())).append(
-        pa.field(_GROUP, pa.int32()))
+def _piece_path(staging: str, partition: str, fg: int, unit: int) -> str:
+    return f"{staging}/{partition}/{fg:05d}/{unit:07d}.parquet"
 
 
-def _spark_schema(schema: pa.Schema) -> Any:
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(schema)
-
-
-def _stage_rows(path: str, units: list[_Unit], groups: Mapping[str, int],
-                definitions: Mapping[str, IndexDefinition]
+def _stage_rows(path: str, staging: str, units: list[_Unit], first: int,
+                groups: Mapping[str, int], definitions: Mapping[str, IndexDefinition]
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The stage-1 task: the rows of the units it is given, each routed to its file group."""
+    """The stage-1 task: the rows of the units it is given, one staged parquet piece per
+    file group they route to (Arrow all the way: no row crosses into the JVM)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = HudiTable.open(path)
@@ -194,29 +189,17 @@ def _stage_rows(path: str, units: list[_Unit], groups: Mapping[str, int],
             for index in batch.column(0).to_pylist():
                 unit = units[int(index)]
                 rows = _unit_rows(table, unit, definitions)
-                if not rows.num_rows:
-                    continue
-                fgs = file_group_indexes(rows.column("key"), groups[unit.partition])
-                rows = rows.append_column(_PARTITION, pa.array([unit.partition] * rows.num_rows))
-                rows = rows.append_column(_GROUP, pa.array(fgs, pa.int32()))
-                yield from rows.to_batches()
+                if rows.num_rows:
+                    fgs = pa.array(file_group_indexes(rows.column("key"),
+                                                      groups[unit.partition]))
+                    for fg in pc.unique(fgs).to_pylist():
+                        sink = io.BytesIO()
+                        pq.write_table(rows.filter(pc.equal(fgs, fg)), sink)
+                        table.storage.write_bytes(
+                            _piece_path(staging, unit.partition, fg, first + int(index)),
+                            sink.getvalue())
+                yield pa.RecordBatch.from_pylist([{"rows": rows.num_rows}])
     return run
-
-
-def _reshaped(rows: pa.Table, shape: pa.Schema) -> pa.Table:
-    """Rows back from Spark in the exact base-file shape (Spark forgets which nested fields
-    are non-nullable, and gives the children of a null struct nulls)."""
-    columns = []
-    for field in shape:
-        column = rows.column(field.name)
-        if column.null_count == len(column):
-            columns.append(pa.array([None] * len(column), field.type))
-        else:
-            try:
-                columns.append(column.cast(field.type))
-            except pa.ArrowInvalid:  # nulls under nested non-nullable fields: rebuild
-                columns.append(pa.array(column.to_pylist(), field.type))
-    return pa.Table.from_arrays(columns, schema=shape)
 
 
 def _merged_rows(rows: pa.Table) -> pa.Table:
@@ -230,27 +213,29 @@ def _merged_rows(rows: pa.Table) -> pa.Table:
     return S.to_parquet_rows(list(merged.values()))
 
 
-def _write_groups(path: str, ids: Mapping[str, list[str]], instant_time: str
+def _write_groups(path: str, staging: str, groups: list[tuple[str, int, str]],
+                  instant_time: str
                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The stage-2 task: one base file per (partition, file group) among its rows."""
+    """The stage-2 task: the base file of each file group it is given, from its pieces."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = HudiTable.open(path)
-        shape = S.arrow_schema()
-        groups: dict[tuple[str, int], list[pa.RecordBatch]] = {}
-        for batch in batches:
-            for part in set(batch.column(_PARTITION).to_pylist()):
-                of_part = batch.filter(pc.equal(batch.column(_PARTITION), part))
-                for fg in set(of_part.column(_GROUP).to_pylist()):
-                    groups.setdefault((part, fg), []).append(
-                        of_part.filter(pc.equal(of_part.column(_GROUP), fg)))
         mdt = MetadataTable(table)
-        for (part, fg), pieces in groups.items():
-            rows = _reshaped(pa.Table.from_batches(pieces), shape)
-            stat = mdt.write_base_file(part, ids[part][fg], _merged_rows(rows), instant_time)
-            yield pa.RecordBatch.from_pylist([{
-                "path": stat.path, "file_id": stat.file_id, "partition": part,
-                "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}])
+        for batch in batches:
+            for index in batch.column(0).to_pylist():
+                partition, fg, file_id = groups[int(index)]
+                folder = f"{staging}/{partition}/{fg:05d}"
+                pieces = [pq.read_table(io.BytesIO(table.storage.read_bytes(f.path)))
+                          for f in (table.storage.list_dir(folder)
+                                    if table.storage.exists(folder) else [])
+                          if f.name.endswith(".parquet")]
+                rows = (pa.concat_tables(pieces).cast(S.arrow_schema()) if pieces
+                        else S.to_parquet_rows([]))
+                stat = mdt.write_base_file(partition, file_id, _merged_rows(rows),
+                                           instant_time)
+                yield pa.RecordBatch.from_pylist([{
+                    "path": stat.path, "file_id": stat.file_id, "partition": partition,
+                    "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}])
     return run
 
 
@@ -336,36 +321,23 @@ class IndexBackend:
         ids = {p: mdt.file_group_ids(p) for p in partitions}
         staging = f"{MARKER_DIR}/{init}/index"
         table.storage.delete_dir(staging)
-        staged_uri = table.storage.full_path(staging)
         size = max(MIN_BATCH_UNITS, math.ceil(len(units) / MAX_BATCHES))
         groups = {p: len(v) for p, v in ids.items()}
-        staged_schema = _spark_schema(_staged_schema())
         for start in range(0, len(units), size):
             batch = units[start:start + size]
-            frame = spark.range(len(batch), numPartitions=len(batch)).mapInArrow(
-                _stage_rows(table.base_path, batch, groups, definitions), staged_schema)
-            frame.write.mode("append").parquet(staged_uri)
+            spark.range(len(batch), numPartitions=len(batch)).mapInArrow(
+                _stage_rows(table.base_path, staging, batch, start, groups, definitions),
+                "rows long").collect()
             if on_progress is not None:
                 on_progress(min(start + size, len(units)), len(units))
-        written: set[tuple[str, str]] = set()
-        stats: list[WriteStat] = []
-        if units and table.storage.exists(staging):
-            total = sum(groups.values())
-            rows = (spark.read.schema(staged_schema).parquet(staged_uri)
-                    .repartition(total, _PARTITION, _GROUP)
-                    .mapInArrow(_write_groups(table.base_path, ids, init), _STATS).collect())
-            for row in rows:
-                written.add((row["partition"], row["file_id"]))
-                stats.append(WriteStat(file_id=row["file_id"], path=row["path"],
-                                       num_writes=row["rows"], num_inserts=row["rows"],
-                                       partition_path=row["partition"],
-                                       total_write_bytes=row["bytes"],
-                                       file_size_in_bytes=row["bytes"]))
-        empty = S.to_parquet_rows([])
-        for partition, file_ids in ids.items():
-            for file_id in file_ids:
-                if (partition, file_id) not in written:
-                    stats.append(mdt.write_base_file(partition, file_id, empty, init))
+        targets = [(p, fg, file_id) for p, file_ids in ids.items()
+                   for fg, file_id in enumerate(file_ids)]
+        rows = spark.range(len(targets), numPartitions=max(1, min(len(targets), 64))).mapInArrow(
+            _write_groups(table.base_path, staging, targets, init), _STATS).collect()
+        stats = [WriteStat(file_id=row["file_id"], path=row["path"], num_writes=row["rows"],
+                           num_inserts=row["rows"], partition_path=row["partition"],
+                           total_write_bytes=row["bytes"], file_size_in_bytes=row["bytes"])
+                 for row in rows]
         table.storage.delete_dir(staging)
         mdt.reload().complete_instant(init, stats)
 
