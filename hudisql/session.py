@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from hudisql.catalog import Catalog, TableName
+    from hudisql.services.indexes import TableIndexes
     from hudisql.services.maintenance import Maintenance
     from hudisql.sql.inspect import TableInspector
     from hudisql.table import HudiTable
@@ -57,6 +58,10 @@ STARTUP_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.showConsoleProgress": "false",
 }
+
+#: The lock every hudisql session's writers (and its indexer) take unless ``conf`` names
+#: another: a lock file per table, shared by the processes of this machine.
+DEFAULT_LOCK = ("hoodie.write.lock.provider", "file")
 
 #: The option names of the hudi data source and the write path that a session may default.
 HUDI_OPTION_PREFIXES = ("hoodie.", "hudisql.")
@@ -193,7 +198,9 @@ def connect(
             unless ``conf`` sets ``spark.master``) is started or the active one reused.
         warehouse: the directory of managed tables (default ``./spark-warehouse``).
         conf: extra settings: ``spark.*`` keys go to Spark, ``hoodie.*``/``hudisql.*``
-            keys become the session's default write and read options.
+            keys become the session's default write and read options
+            (``hoodie.write.lock.provider`` defaults to ``file``: writers and the
+            indexer of every session on this machine exclude each other).
         catalog: the table catalog: a :class:`~hudisql.catalog.Catalog`, a URL
             (``sqlite:///...``, ``postgresql://...``) or a configured catalog name; None:
             ``load_catalog``'s default (a SQLite file in the warehouse). Opened on first use.
@@ -203,6 +210,8 @@ def connect(
     """
     conf = dict(conf or {})
     hudi_options = {k: v for k, v in conf.items() if k.startswith(HUDI_OPTION_PREFIXES)}
+    # Writers and the indexer must share one lock that spans processes (RFC-45).
+    hudi_options.setdefault(DEFAULT_LOCK[0], DEFAULT_LOCK[1])
     spark_conf = {k: v for k, v in conf.items() if not k.startswith(HUDI_OPTION_PREFIXES)}
     if spark is None:
         from pyspark.sql import SparkSession
@@ -242,6 +251,8 @@ class HudiSession:
     options: dict[str, str] = field(default_factory=dict)
     #: The SQL front-end's statement router; None passes every statement to Spark as is.
     router: StatementRouter | None = None
+    #: Called with (file slices done, total) while an index builds (shell, notebooks).
+    index_progress: Callable[[int, int], None] | None = None
 
     def __post_init__(self) -> None:
         # Known by its SparkSession until stopped: df.write saves find its catalog.
@@ -638,6 +649,19 @@ class HudiTableHandle:
     def insert_overwrite_table(self, df: DataFrame, **options: str) -> WriteResult:
         """Replace the whole table's rows with ``df``'s (a replacecommit); returns its result."""
         return self.write(df, "insert_overwrite_table", **options)
+
+    @property
+    def indexes(self) -> TableIndexes:
+        """The table's indexes: ``create``, ``drop``, ``list``, ``refresh``, ``run_indexer``
+        (CREATE / DROP / SHOW / REFRESH INDEX and CALL run_indexer run through them).
+
+        Builds run as Spark jobs of this session, with its options (lock provider among
+        them), and report progress to ``session.index_progress`` when set.
+        """
+        from hudisql.services.indexes import TableIndexes
+
+        return TableIndexes(self.path, dict(self.session.options), self.session.spark,
+                            on_progress=self.session.index_progress)
 
     def __repr__(self) -> str:
         return f"HudiTableHandle(name={self.name!r}, path={self.path!r})"
