@@ -55,6 +55,7 @@ from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from hudisql.errors import WriteError
+from hudisql.metadata.participant import participants_for
 from hudisql.progress import Progress, ProgressSink, progress_sink
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import new_file_id, write_token
@@ -402,8 +403,10 @@ class SparkWriter:
             progress.stage("staging records")
             staged, counts, persisted = self._stage(df, op, spec)
             try:
+                # The metadata table (when the table has one) commits with the data instant.
                 txn = Transaction(table, self.options, OPERATIONS[op],
-                                  overwrite=OVERWRITES.get(op))
+                                  overwrite=OVERWRITES.get(op),
+                                  participants=participants_for(table))
                 if self.on_step is not None:
                     txn.on_step = self.on_step
                 instant = txn.start()

@@ -5,7 +5,6 @@ every test, that each table it left with a metadata table validates exactly."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -34,25 +33,3 @@ def indexed_trips(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
     yield session
     catalog.close()
 
-
-@pytest.fixture(autouse=True)
-def _metadata_tables_stay_exact(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After each test, every table it made (under its tmp_path) with built metadata
-    partitions must validate: the metadata table equals a recomputation from the data."""
-    yield
-    tmp = request.node.funcargs.get("tmp_path")
-    if tmp is None:
-        return
-    from hudisql.metadata.validate import validate_metadata_table
-    from hudisql.table.properties import TableProperties
-    from hudisql.table.storage import Storage
-    from hudisql.table.table import HudiTable
-
-    for found in Path(tmp).rglob("hoodie.properties"):
-        root = found.parent.parent
-        if found.parent.name != ".hoodie" or root.name == "metadata":
-            continue
-        if not TableProperties.load(Storage(str(root))).metadata_partitions:
-            continue
-        result = validate_metadata_table(HudiTable.open(str(root)))
-        assert result.ok, str(result)
