@@ -13,8 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from hudisql.errors import MetadataTableError
+from hudisql.metadata.builders import index_spec
 from hudisql.metadata.commit_update import commit_updates, deleted_files_updates
-from hudisql.metadata.config import completed_partitions, has_metadata_table, inflight_partitions
+from hudisql.metadata.config import (
+    completed_partitions,
+    has_metadata_table,
+    inflight_partitions,
+    load_index_definitions,
+)
+from hudisql.metadata.partitions import MetadataPartitionType as T
 from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.commit_metadata import CommitMetadata
@@ -23,7 +30,7 @@ from hudisql.table.properties import WRITE_VERSION
 from hudisql.table.table import HudiTable
 from hudisql.txn.participant import CommitParticipant
 
-__all__ = ["MetadataTableParticipant", "participants_for"]
+__all__ = ["MetadataTableParticipant", "participants_for", "row_change_columns"]
 
 
 class MetadataTableParticipant:
@@ -95,3 +102,18 @@ def participants_for(table: HudiTable) -> list[CommitParticipant]:
     if has_metadata_table(table.properties) or MetadataTable.exists_for(table):
         return [MetadataTableParticipant()]
     return []
+
+
+def row_change_columns(table: HudiTable) -> tuple[str, ...] | None:
+    """The secondary index columns a writer computes :class:`RowChanges` for, or None when
+    the table keeps no record or secondary index (built or being built): nothing to compute.
+    """
+    props = table.properties
+    partitions = sorted(set(completed_partitions(props)) | set(inflight_partitions(props)))
+    if not partitions:
+        return None
+    defs = load_index_definitions(table)
+    specs = [index_spec(table, p, defs) for p in partitions]
+    if not any(s.kind in (T.RECORD_INDEX, T.SECONDARY_INDEX) for s in specs):
+        return None
+    return tuple(sorted({s.source_fields[0] for s in specs if s.kind == T.SECONDARY_INDEX}))

@@ -17,6 +17,7 @@ from hudisql.metadata.table import MetadataTable
 from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table.instant import Action
 from hudisql.table.table import HudiTable
+from hudisql.write.pipeline import SparkWriter
 from tests.services.indexing import assert_exact, snapshot, trips
 from tests.write.trips import Crash, rs_rows, spark_rows
 
@@ -145,3 +146,37 @@ def test_a_failed_spark_write_leaves_the_metadata_table_as_it_was(
     assert after == before
     _in_sync(handle)
     assert rs_rows(handle) == before_rows
+
+
+def test_copy_on_write_writes_hand_their_row_changes_from_the_tasks(
+        session: HudiSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copy-on-write slices are rewritten whole: the write tasks compute the record and
+    secondary index changes (RowChanges) and the metadata table still validates."""
+    session.sql("""CREATE TABLE cow (ts BIGINT, uuid STRING, rider STRING, fare DOUBLE,
+        city STRING) USING hudi PARTITIONED BY (city)
+        TBLPROPERTIES (type = 'cow', primaryKey = 'uuid', preCombineField = 'ts')""")
+    session.sql("INSERT INTO cow VALUES (1, 'a', 'r1', 1.0, 'sf'), (2, 'b', 'r2', 2.0, 'la')")
+    session.sql("CREATE INDEX idx_rider ON cow (rider)")
+    handle = session.table("cow")
+
+    seen: list[dict[tuple[str, str], object]] = []
+    original = SparkWriter._tag_and_write
+
+    def spy(self: SparkWriter, *args: object, **kwargs: object) -> object:
+        stats, changes = original(self, *args, **kwargs)  # type: ignore[arg-type]
+        seen.append(changes)
+        return stats, changes
+
+    monkeypatch.setattr(SparkWriter, "_tag_and_write", spy)
+    session.sql("INSERT INTO cow VALUES (3, 'a', 'r9', 1.5, 'sf'), (3, 'c', 'r1', 3.0, 'sf')")
+    _in_sync(handle, _latest(handle))
+    session.sql("DELETE FROM cow WHERE uuid = 'b'")
+    _in_sync(handle, _latest(handle))
+    upsert, delete = seen
+    (sf,) = [c for (p, _), c in upsert.items() if p == "city=sf"]
+    assert sorted(sf.inserted) == ["c"] and sf.removed == []  # type: ignore[attr-defined]
+    gone, added = sf.secondary["rider"]  # type: ignore[attr-defined]
+    assert sorted(gone) == [("r1", "a")] and sorted(added) == [("r1", "c"), ("r9", "a")]
+    (la,) = delete.values()
+    assert la.removed == ["b"]  # type: ignore[attr-defined]
+    assert [r[0] for r in rs_rows(handle)] == ["a", "c"]
