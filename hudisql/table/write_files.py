@@ -42,9 +42,11 @@ from hudisql.table.storage import Storage
 __all__ = [
     "MARKER_DIR",
     "avro_text",
+    "create_log_files",
     "marker_path",
     "write_base_file",
     "write_log_file",
+    "write_marker",
     "write_partition_metadata",
 ]
 
@@ -88,9 +90,10 @@ def marker_path(instant_time: str, partition_path: str, file_name: str, kind: st
                  f"{file_name}.marker.{kind}")
 
 
-def _write_marker(
+def write_marker(
     storage: Storage, instant_time: str, partition_path: str, file_name: str, kind: str
 ) -> None:
+    """Write the marker of a data file (``CREATE``, ``MERGE`` or ``APPEND``) before the file."""
     storage.write_bytes(marker_path(instant_time, partition_path, file_name, kind), b"")
 
 
@@ -238,7 +241,7 @@ def write_base_file(
         footer["hoodie_max_record_key"] = bounds["max"].as_py()
     data = _parquet_bytes(table, footer, compression)
     write_partition_metadata(storage, partition_path, instant_time)
-    _write_marker(storage, instant_time, partition_path, name, "MERGE" if prev_commit else "CREATE")
+    write_marker(storage, instant_time, partition_path, name, "MERGE" if prev_commit else "CREATE")
     storage.write_bytes(rel, data)
     return WriteStat(
         file_id=file_id,
@@ -351,7 +354,7 @@ def write_log_file(
         )
     if deletes:
         blocks.append(encode_delete_block(deletes, _header()))
-    written = _create_log_files(
+    written = create_log_files(
         storage, partition_path, file_id, base_instant, instant_time, write_token, blocks,
         max_file_size,
     )
@@ -398,7 +401,7 @@ def _next_log_version(storage: Storage, partition_path: str, file_id: str, base:
     return latest + 1
 
 
-def _create_log_files(
+def create_log_files(
     storage: Storage,
     partition_path: str,
     file_id: str,
@@ -408,13 +411,21 @@ def _create_log_files(
     blocks: list[bytes],
     max_file_size: int,
 ) -> list[tuple[str, int]]:
+    """Write ``blocks`` as new log files of one slice (never appending), markers first.
+
+    Each file takes the next free version (created atomically; a version another writer
+    took meanwhile is skipped) and spills into the next beyond ``max_file_size``.
+
+    Returns:
+        The relative paths and sizes of the files written.
+    """
     written: list[tuple[str, int]] = []
     version = _next_log_version(storage, partition_path, file_id, base_instant)
     for content in _files_of(blocks, max_file_size):
         for _ in range(_LOG_CREATE_ATTEMPTS):
             name = LogFileName(file_id, base_instant, version, write_token).format()
             rel = _join(partition_path, name)
-            _write_marker(storage, instant_time, partition_path, name, "APPEND")
+            write_marker(storage, instant_time, partition_path, name, "APPEND")
             try:
                 storage.create_if_absent(rel, content)
                 break
