@@ -53,7 +53,6 @@ from hudisql.metadata.partitions import (
     EXPR_INDEX_PREFIX,
     SECONDARY_INDEX_PREFIX,
     MetadataPartitionType,
-    file_group_indexes,
     partition_spec,
 )
 from hudisql.metadata.records import Record, merge_records
@@ -181,8 +180,8 @@ def _stage_rows(path: str, staging: str, units: list[_Unit], first: int,
                 unit = units[int(index)]
                 rows = _unit_rows(table, unit, definitions)
                 if rows.num_rows:
-                    fgs = pa.array(file_group_indexes(rows.column("key"),
-                                                      groups[unit.partition]))
+                    fgs = pa.array(partition_spec(unit.partition).route(
+                        rows.column("key"), groups[unit.partition]))
                     for fg in pc.unique(fgs).to_pylist():
                         sink = io.BytesIO()
                         pq.write_table(rows.filter(pc.equal(fgs, fg)), sink)
