@@ -33,7 +33,6 @@ import pyarrow.parquet as pq
 
 from hudisql.errors import IndexingError
 from hudisql.metadata import schema as S
-from hudisql.metadata.arrow_records import record_index_rows, secondary_index_rows
 from hudisql.metadata.builders import (
     column_stats_records,
     committed_files,
@@ -41,6 +40,8 @@ from hudisql.metadata.builders import (
     files_records,
     index_spec,
     partition_stats_records,
+    record_index_slice_rows,
+    secondary_index_slice_rows,
 )
 from hudisql.metadata.commit_update import commit_updates
 from hudisql.metadata.config import (
@@ -48,7 +49,6 @@ from hudisql.metadata.config import (
     load_index_definitions,
     save_index_definitions,
 )
-from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import (
     EXPR_INDEX_PREFIX,
     SECONDARY_INDEX_PREFIX,
@@ -56,13 +56,11 @@ from hudisql.metadata.partitions import (
     partition_spec,
 )
 from hudisql.metadata.records import Record, merge_records
-from hudisql.metadata.table import METADATA_PATH, MetadataTable
+from hudisql.metadata.table import METADATA_PATH, MetadataTable, drop_index
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSlice, FileSystemView
 from hudisql.table.instant import Action, Instant, State, instant_file_name
-from hudisql.table.merge import read_file_slice
-from hudisql.table.schema import META_COLUMNS
 from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
 from hudisql.table.write_files import MARKER_DIR
@@ -88,7 +86,6 @@ _PER_DATA_PARTITION = (MetadataPartitionType.FILES, MetadataPartitionType.COLUMN
                        MetadataPartitionType.EXPRESSION_INDEX)
 
 ProgressCallback = Callable[[int, int], None]
-RECORD_KEY = META_COLUMNS[2]
 
 
 @dataclass(frozen=True)
@@ -153,15 +150,9 @@ def _unit_rows(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDef
     spec = index_spec(table, unit.partition, definitions)
     kind = spec.kind
     if unit.file_slice is not None:
-        fs = unit.file_slice
-        secondary = kind == MetadataPartitionType.SECONDARY_INDEX
-        columns = [RECORD_KEY, *(spec.source_fields[:1] if secondary else ())]
-        data = read_file_slice(table.storage, table.properties, table.timeline, fs,
-                               columns=columns, schema=table.schema)
         if kind == MetadataPartitionType.RECORD_INDEX:
-            location = RecordLocation(fs.partition_path, fs.file_id, fs.base_instant)
-            return record_index_rows(data.column(RECORD_KEY), location)
-        return secondary_index_rows(data.column(columns[1]), data.column(RECORD_KEY))
+            return record_index_slice_rows(table, unit.file_slice)
+        return secondary_index_slice_rows(table, unit.file_slice, spec.source_fields[0])
     files = committed_files(table, [unit.data_partition])
     if kind == MetadataPartitionType.FILES:
         records = files_records(files) if files else []
@@ -387,18 +378,13 @@ class IndexBackend:
         mdt.write_deltacommit(instant.timestamp, updates)
 
     def drop(self, table: HudiTable, partitions: Sequence[str], init: str | None) -> None:
-        """Delete ``partitions`` from the metadata table and their definitions; with ``init``,
-        roll back that initialization instant. A metadata table left with no partition in
-        hoodie.properties is removed whole."""
-        mdt = MetadataTable(table)
+        """Remove ``partitions``: from hoodie.properties and index.json, then their files
+        (h/metadata's ``drop_index``); with ``init``, roll back that initialization instant.
+        Callers hold the table lock."""
         for partition in partitions:
-            mdt.drop_partition(partition)
-        if init is not None:
-            mdt.rollback(init)
-        definitions = load_index_definitions(table)
-        if any(p in definitions for p in partitions):
-            save_index_definitions(
-                table, {k: v for k, v in definitions.items() if k not in partitions})
+            table = drop_index(table, partition)
+        if init is not None and MetadataTable.exists_for(table):
+            MetadataTable(table).rollback(init)
 
     @staticmethod
     def remove_if_unused(table: HudiTable) -> None:

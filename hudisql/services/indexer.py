@@ -398,13 +398,8 @@ class Indexer:
         self.on_step("aborted", instant_time)
 
     def _revert(self, table: HudiTable, init: str | None, partitions: list[str]) -> None:
-        """Drop ``partitions`` from the metadata table and from the inflight config."""
+        """Drop ``partitions`` (config, definitions, files) and the initialization ``init``."""
         self.backend.drop(table, partitions, init)
-        props = HudiTable.open(self.path).properties
-        left = [p for p in props.metadata_partitions_inflight if p not in partitions]
-        if left != props.metadata_partitions_inflight:
-            props.updated(**{METADATA_PARTITIONS_INFLIGHT: ",".join(left) or None}).save(
-                table.storage)
         self.backend.remove_if_unused(table)
 
     def drop(self, partitions: Sequence[str]) -> list[str]:
@@ -425,11 +420,6 @@ class Indexer:
             known = set(props.metadata_partitions) | set(props.metadata_partitions_inflight)
             dropped = [p for p in partitions if p in known]
             self.backend.drop(table, dropped, None)
-            done = [p for p in props.metadata_partitions if p not in dropped]
-            left = [p for p in props.metadata_partitions_inflight if p not in dropped]
-            props.updated(**{METADATA_PARTITIONS: ",".join(done) or None,
-                             METADATA_PARTITIONS_INFLIGHT: ",".join(left) or None}
-                          ).save(table.storage)
             self.backend.remove_if_unused(table)
         return dropped
 
