@@ -48,6 +48,9 @@ def run_clean(
 ) -> CleanMetadata | None:
     """Clean the table: delete the file slices no retained reader needs.
 
+    ``participants`` that are :class:`~hudisql.txn.participant.CleanParticipant` (the
+    metadata table) record the deleted files, under the lock, before the clean completes.
+
     Returns:
         The clean's metadata, or None when nothing was to be deleted.
 
