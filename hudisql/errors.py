@@ -87,3 +87,20 @@ class MetadataTableError(HudiSqlError):
 
 class ReadOptionError(HudiSqlError):
     """A read's query type, time range or instant does not fit the table (nothing was read)."""
+
+
+class IndexingError(HudiSqlError):
+    """An index could not be defined, built, dropped or found; a failed build is rolled back."""
+
+
+class IndexExistsError(IndexingError):
+    """CREATE INDEX names an index (or metadata partition) the table has already."""
+
+
+class IndexNotFoundError(IndexingError):
+    """DROP / REFRESH INDEX names an index the table does not have."""
+
+
+class IndexingTimeoutError(IndexingError):
+    """The indexer's catch-up waited longer than ``hoodie.metadata.index.check.timeout.seconds``
+    for a pending instant; the indexing was rolled back."""

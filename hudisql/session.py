@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from hudisql.catalog import Catalog, TableName
+    from hudisql.services.indexes import TableIndexes
     from hudisql.services.maintenance import Maintenance
     from hudisql.sql.inspect import TableInspector
     from hudisql.table import HudiTable
@@ -57,6 +58,10 @@ STARTUP_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.showConsoleProgress": "false",
 }
+
+#: The lock a session's writers and services take on a table outside its catalog unless
+#: ``conf`` names another: a lock file per table, shared by the processes of this machine.
+DEFAULT_LOCK = ("hoodie.write.lock.provider", "file")
 
 #: The option names of the hudi data source and the write path that a session may default.
 HUDI_OPTION_PREFIXES = ("hoodie.", "hudisql.")
@@ -193,7 +198,10 @@ def connect(
             unless ``conf`` sets ``spark.master``) is started or the active one reused.
         warehouse: the directory of managed tables (default ``./spark-warehouse``).
         conf: extra settings: ``spark.*`` keys go to Spark, ``hoodie.*``/``hudisql.*``
-            keys become the session's default write and read options.
+            keys become the session's default write and read options
+            (``hoodie.write.lock.provider``: when not set, a table in the catalog takes
+            the catalog's lock and any other table the ``file`` lock, so writers and
+            services of every session exclude each other; see :meth:`write_options`).
         catalog: the table catalog: a :class:`~hudisql.catalog.Catalog`, a URL
             (``sqlite:///...``, ``postgresql://...``) or a configured catalog name; None:
             ``load_catalog``'s default (a SQLite file in the warehouse). Opened on first use.
@@ -242,6 +250,8 @@ class HudiSession:
     options: dict[str, str] = field(default_factory=dict)
     #: The SQL front-end's statement router; None passes every statement to Spark as is.
     router: StatementRouter | None = None
+    #: Called with (file slices done, total) while an index builds (shell, notebooks).
+    index_progress: Callable[[int, int], None] | None = None
 
     def __post_init__(self) -> None:
         # Known by its SparkSession until stopped: df.write saves find its catalog.
@@ -352,11 +362,14 @@ class HudiSession:
         from hudisql.txn.lock import LOCK_PROVIDER
 
         merged = {**self.options, **(options or {})}
-        if LOCK_PROVIDER in merged or not isinstance(self.router, SqlRouter):
+        if LOCK_PROVIDER in merged:
             return merged
-        if in_catalog is None:
-            in_catalog = bool(self.catalog.tables_at(path))
-        return {**self.catalog.lock_options(), **merged} if in_catalog else merged
+        if isinstance(self.router, SqlRouter):
+            if in_catalog is None:
+                in_catalog = bool(self.catalog.tables_at(path))
+            if in_catalog:
+                return {**self.catalog.lock_options(), **merged}
+        return {DEFAULT_LOCK[0]: DEFAULT_LOCK[1], **merged}
 
     def close(self) -> None:
         """Close the catalog and leave the SparkSession running: ``df.write`` saves no longer
@@ -540,7 +553,7 @@ class HudiTableHandle:
         from hudisql.services.maintenance import Maintenance, metadata_participants
         from hudisql.services.runner import SparkRunner
 
-        return Maintenance(self.path, dict(self.session.options),
+        return Maintenance(self.path, self.session.write_options(self.path),
                            SparkRunner(self.session.spark), bracket=self._bracket,
                            participants=metadata_participants)
 
@@ -667,6 +680,19 @@ class HudiTableHandle:
     def insert_overwrite_table(self, df: DataFrame, **options: str) -> WriteResult:
         """Replace the whole table's rows with ``df``'s (a replacecommit); returns its result."""
         return self.write(df, "insert_overwrite_table", **options)
+
+    @property
+    def indexes(self) -> TableIndexes:
+        """The table's indexes: ``create``, ``drop``, ``list``, ``refresh``, ``run_indexer``
+        (CREATE / DROP / SHOW / REFRESH INDEX and CALL run_indexer run through them).
+
+        Builds run as Spark jobs of this session, with its options (lock provider among
+        them), and report progress to ``session.index_progress`` when set.
+        """
+        from hudisql.services.indexes import TableIndexes
+
+        return TableIndexes(self.path, self.session.write_options(self.path),
+                            self.session.spark, on_progress=self.session.index_progress)
 
     def __repr__(self) -> str:
         return f"HudiTableHandle(name={self.name!r}, path={self.path!r})"

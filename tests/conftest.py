@@ -1,7 +1,10 @@
-"""Shared pytest fixtures: the real Hudi fixture tables."""
+"""Shared pytest fixtures: the real Hudi fixture tables, the one SparkSession, and the check,
+after every test, that each table it left under its tmp_path with a metadata table
+validates exactly (issue 12: every commit keeps the metadata table exact)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,3 +45,47 @@ def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
     )
     yield session.spark
     session.stop()
+
+
+def metadata_tables_under(root: Path) -> list[Path]:
+    """Base paths of the version-6 hudi tables under ``root`` with built metadata partitions."""
+    from hudisql.table.properties import WRITE_VERSION, TableProperties
+    from hudisql.table.storage import Storage
+
+    found = []
+    for mdt_props in root.rglob(".hoodie/metadata/.hoodie/hoodie.properties"):
+        base = mdt_props.parents[3]
+        if base.name == "metadata" and base.parent.name == ".hoodie":
+            continue  # a metadata table's own (never nested)
+        props = TableProperties.load(Storage(str(base)))
+        if props.version == WRITE_VERSION and props.metadata_partitions:
+            found.append(base)
+    return sorted(found)
+
+
+@pytest.fixture(autouse=True)
+def _metadata_tables_stay_exact(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test that used ``tmp_path``, every table under it with built metadata
+    partitions must validate: the metadata table equals a recomputation from the data.
+    A test that leaves one stale on purpose says so: ``@pytest.mark.metadata_stale``.
+
+    Cheap for tests without one: a glob for ``.hoodie/metadata`` under the test's tmp_path.
+    """
+    yield
+    tmp = request.node.funcargs.get("tmp_path")
+    if request.node.get_closest_marker("metadata_stale") is not None:
+        return
+    if tmp is None or not Path(tmp).exists():
+        return
+    tables = metadata_tables_under(Path(tmp))
+    if not tables:
+        return
+    from hudisql.metadata.validate import validate_metadata_table
+    from hudisql.table.table import HudiTable
+
+    for base in tables:
+        result = validate_metadata_table(HudiTable.open(str(base)))
+        shown = "\n".join(f"  {d.partition} {d.key!r}: expected {str(d.expected)[:200]}, "
+                          f"got {str(d.actual)[:200]}" for d in result.differences[:10])
+        assert result.ok, (f"metadata table of {base} differs from its data in "
+                           f"{len(result.differences)} keys:\n{shown}")

@@ -68,7 +68,8 @@ def test_connect_extends_a_given_session(spark: SparkSession) -> None:
         assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
         assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
         assert spark.conf.get("spark.sql.shuffle.partitions") == "5"
-        assert session.options == {"hoodie.write.lock.wait_time_ms": "10"}
+        assert session.options == {"hoodie.write.lock.wait_time_ms": "10",
+                                   "hoodie.write.lock.provider": "file"}
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", "4")
 

@@ -17,7 +17,7 @@ into records per metadata partition:
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -236,11 +236,13 @@ def _rows(table: HudiTable, view: FileSystemView, group: tuple[str, str],
 
 
 def row_changes(
-    table: HudiTable, instant_time: str, metadata: CommitMetadata, columns: Sequence[str]
+    table: HudiTable, instant_time: str, metadata: CommitMetadata, columns: Sequence[str],
+    skip: Collection[tuple[str, str]] = (),
 ) -> dict[tuple[str, str], RowChanges]:
     """Each touched file group's rows without the commit and with it, read from the table.
 
     Works for a pending commit (about to complete) and for a completed one (catch-up).
+    ``skip``: file groups whose changes the caller has (the writer computed them).
     """
     before_view = FileSystemView(table.storage, table.properties, table.timeline, instant_time)
     before_view.visible = _AsOf(table.timeline, instant_time, include=False)
@@ -249,6 +251,8 @@ def row_changes(
     replaced = {(p, f) for p, ids in metadata.partition_to_replace_file_ids.items() for f in ids}
     out = {}
     for group in _touched_groups(metadata):
+        if group in skip:
+            continue
         before = _rows(table, before_view, group, columns)
         # The commit replaces these file groups: none of their rows remain.
         after = None if group in replaced else _rows(table, after_view, group, columns)
@@ -262,8 +266,9 @@ def _row_updates(
 ) -> dict[str, PartitionUpdate]:
     """Record and secondary index records of the commit's file groups (before vs after)."""
     columns = sorted({s.source_fields[0] for s in specs if s.kind == _T.SECONDARY_INDEX})
-    if changes is None:
-        changes = row_changes(table, instant_time, metadata, columns)
+    # File groups the writer computed no changes for (or all, without any) are read here.
+    given = {g: c for g, c in (changes or {}).items() if set(columns) <= set(c.secondary)}
+    changes = {**given, **row_changes(table, instant_time, metadata, columns, skip=given)}
     out = {s.partition: PartitionUpdate() for s in specs}
     inserted: set[str] = set()
     deleted: set[str] = set()

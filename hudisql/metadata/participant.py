@@ -10,11 +10,18 @@ undoes it on rollback. :func:`participants_for` is what callers pass to a transa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from hudisql.errors import MetadataTableError
-from hudisql.metadata.commit_update import commit_updates
-from hudisql.metadata.config import completed_partitions, has_metadata_table, inflight_partitions
+from hudisql.metadata.builders import index_spec
+from hudisql.metadata.commit_update import commit_updates, deleted_files_updates
+from hudisql.metadata.config import (
+    completed_partitions,
+    has_metadata_table,
+    inflight_partitions,
+    load_index_definitions,
+)
+from hudisql.metadata.partitions import MetadataPartitionType as T
 from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.commit_metadata import CommitMetadata
@@ -23,7 +30,7 @@ from hudisql.table.properties import WRITE_VERSION
 from hudisql.table.table import HudiTable
 from hudisql.txn.participant import CommitParticipant
 
-__all__ = ["MetadataTableParticipant", "participants_for"]
+__all__ = ["MetadataTableParticipant", "participants_for", "row_change_columns"]
 
 
 class MetadataTableParticipant:
@@ -45,10 +52,29 @@ class MetadataTableParticipant:
             MetadataTableError: a partition the table config names has no file groups
                 (the metadata table is damaged: drop the index and create it again).
         """
-        props = table.properties  # the transaction loaded it under the lock
-        partitions = sorted(set(completed_partitions(props)) | set(inflight_partitions(props)))
+        partitions = self._partitions(table, instant)
         if not partitions:
             return
+        updates = commit_updates(table, instant.timestamp, metadata, partitions,
+                                 changes=self.changes)
+        MetadataTable(table).write_deltacommit(instant.timestamp, updates)
+
+    def on_clean(self, table: HudiTable, instant: Instant,
+                 deleted: Mapping[str, Sequence[str]]) -> None:
+        """Write the clean's deltacommit: its deleted files leave ``files``, ``column_stats``,
+        ``bloom_filters`` and ``partition_stats`` (record and secondary indexes point at
+        file groups, which a clean keeps). Idempotent: a retried clean rewrites it."""
+        partitions = self._partitions(table, instant)
+        if partitions:
+            MetadataTable(table).write_deltacommit(
+                instant.timestamp, deleted_files_updates(table, deleted, partitions))
+
+    def _partitions(self, table: HudiTable, instant: Instant) -> list[str]:
+        """The built and being-built partitions (each must have its file groups)."""
+        props = table.properties  # loaded under the lock
+        partitions = sorted(set(completed_partitions(props)) | set(inflight_partitions(props)))
+        if not partitions:
+            return []
         mdt = MetadataTable(table)
         missing = [p for p in partitions if not mdt.file_group_ids(p)]
         if missing:
@@ -58,9 +84,7 @@ class MetadataTableParticipant:
                 f"{instant.timestamp} is not committed. Drop those indexes (DROP INDEX) and "
                 "create them again"
             )
-        updates = commit_updates(table, instant.timestamp, metadata, partitions,
-                                 changes=self.changes)
-        mdt.write_deltacommit(instant.timestamp, updates)
+        return partitions
 
     def on_rollback(self, table: HudiTable, instant: Instant) -> None:
         """Remove the metadata deltacommit ``instant.timestamp`` (idempotent)."""
@@ -78,3 +102,18 @@ def participants_for(table: HudiTable) -> list[CommitParticipant]:
     if has_metadata_table(table.properties) or MetadataTable.exists_for(table):
         return [MetadataTableParticipant()]
     return []
+
+
+def row_change_columns(table: HudiTable) -> tuple[str, ...] | None:
+    """The secondary index columns a writer computes :class:`RowChanges` for, or None when
+    the table keeps no record or secondary index (built or being built): nothing to compute.
+    """
+    props = table.properties
+    partitions = sorted(set(completed_partitions(props)) | set(inflight_partitions(props)))
+    if not partitions:
+        return None
+    defs = load_index_definitions(table)
+    specs = [index_spec(table, p, defs) for p in partitions]
+    if not any(s.kind in (T.RECORD_INDEX, T.SECONDARY_INDEX) for s in specs):
+        return None
+    return tuple(sorted({s.source_fields[0] for s in specs if s.kind == T.SECONDARY_INDEX}))

@@ -9,8 +9,9 @@ to the metadata participant; otherwise the participant reads the slices itself.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -38,6 +39,19 @@ class RowChanges:
     removed: list[str] = field(default_factory=list)
     #: Per secondary index column: (pairs gone, pairs added).
     secondary: dict[str, tuple[list[Pair], list[Pair]]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able form (a Spark task hands it to the driver)."""
+        return {"inserted": self.inserted, "removed": self.removed,
+                "secondary": {c: [[list(p) for p in gone], [list(p) for p in added]]
+                              for c, (gone, added) in self.secondary.items()}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RowChanges:
+        """The inverse of :meth:`to_dict`."""
+        return cls(list(data["inserted"]), list(data["removed"]),
+                   {c: ([(v, k) for v, k in gone], [(v, k) for v, k in added])
+                    for c, (gone, added) in data["secondary"].items()})
 
     @classmethod
     def of(

@@ -254,3 +254,89 @@ class ShowLogBlocks(Command):
 
     table: TableName
     file_id: str | None = None
+
+
+@dataclass(frozen=True)
+class IndexColumn:
+    """One column of CREATE INDEX with its own ``OPTIONS(...)`` (as written, keys as given)."""
+
+    name: str
+    options: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CreateIndex(Command):
+    """``CREATE INDEX [IF NOT EXISTS] name ON [TABLE] t [USING type] (col [OPTIONS(...)], ...)
+    [OPTIONS(...)]`` (Apache Hudi's grammar).
+
+    ``using`` is the lower-cased index type (``column_stats`` or ``bloom_filters``), or
+    None: a record index on the record key columns, else a secondary index.
+    """
+
+    name: str
+    table: TableName
+    columns: tuple[IndexColumn, ...]
+    using: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class DropIndex(Command):
+    """``DROP INDEX [IF EXISTS] name ON [TABLE] t``."""
+
+    name: str
+    table: TableName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ShowIndexes(Command):
+    """``SHOW INDEXES (FROM | IN) [TABLE] t``."""
+
+    table: TableName
+
+
+@dataclass(frozen=True)
+class RefreshIndex(Command):
+    """``REFRESH INDEX name ON [TABLE] t``: rebuild the index from the data table."""
+
+    name: str
+    table: TableName
+
+
+@dataclass(frozen=True)
+class RunIndexer(Command):
+    """``CALL run_indexer(table => 't', mode => ..., index_types => 'A,B', instant_time => ...)``.
+
+    ``mode`` is ``schedule``, ``execute``, ``scheduleandexecute`` or ``dropindex``
+    (lower-cased, as Hudi's HoodieIndexer matches it); ``index_types`` are metadata
+    partition type names (``COLUMN_STATS``, ``RECORD_INDEX``, ...), upper-cased.
+    """
+
+    table: TableName
+    mode: str
+    index_types: tuple[str, ...] = ()
+    instant_time: str | None = None
+
+
+@dataclass(frozen=True)
+class ShowMetadataTable(Command):
+    """``CALL show_metadata_table_partitions | _files | _column_stats(table => 't', ...)``.
+
+    ``what`` is ``partitions``, ``files`` or ``column_stats``; ``partition`` narrows files
+    and column stats to one data partition; ``columns`` narrows column stats.
+    """
+
+    table: TableName
+    what: t.Literal["partitions", "files", "column_stats"]
+    partition: str | None = None
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ValidateMetadataTable(Command):
+    """``CALL validate_metadata_table(table => 't')``: recompute every built partition from
+    the data table and report each difference."""
+
+    table: TableName

@@ -116,13 +116,15 @@ def parse_create_clauses(p: HudiParser) -> dict[str, tuple[t.Any, Token]]:
     return clauses
 
 
-def parse_properties(p: HudiParser) -> list[tuple[str, str, Token]]:
+def parse_properties(
+    p: HudiParser, what: str = "the table properties"
+) -> list[tuple[str, str, Token]]:
     """Consume ``(key [=] value, ...)``: keys are names, dotted names or strings.
 
     Returns:
         (key, value as text, token of the value) in order.
     """
-    p.expect_token(TokenType.L_PAREN, "(", "to open the table properties")
+    p.expect_token(TokenType.L_PAREN, "(", f"to open {what}")
     entries: list[tuple[str, str, Token]] = []
     while True:
         if p._match(TokenType.STRING):
@@ -143,7 +145,7 @@ def parse_properties(p: HudiParser) -> list[tuple[str, str, Token]]:
         entries.append((key, value, value_token))
         if not p._match(TokenType.COMMA):
             break
-    p.expect_token(TokenType.R_PAREN, ")", "to close the table properties")
+    p.expect_token(TokenType.R_PAREN, ")", f"to close {what}")
     return entries
 
 

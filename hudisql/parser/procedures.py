@@ -17,10 +17,13 @@ from hudisql.errors import SqlParseError
 from hudisql.parser.commands import (
     Command,
     RollbackToInstant,
+    RunIndexer,
     ShowCommits,
     ShowLogBlocks,
+    ShowMetadataTable,
     ShowTimeline,
     TableName,
+    ValidateMetadataTable,
 )
 from hudisql.parser.tokens import Unterminated
 
@@ -116,14 +119,7 @@ def _build_show_commits(p: HudiParser, args: dict[str, Argument], at: Token) -> 
 
 
 def _build_rollback(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
-    instant = args["instant_time"]
-    text = str(instant.value)
-    if not (text.isdigit() and len(text) in (14, 17)):
-        raise p.error(
-            f"instant_time {text!r} is not an instant time; give its 14 or 17 digits "
-            "(yyyyMMddHHmmss[SSS]) as SHOW TIMELINE lists them",
-            instant.token,
-        )
+    text = _instant_time(p, args["instant_time"], "instant_time")
     return RollbackToInstant(_table(p, args["table"]), text)
 
 
@@ -144,6 +140,71 @@ def _service_procedures() -> list[Procedure]:
           for s in ("compaction", "log_compaction")),
         Procedure("run_clean", (*target, Parameter("options", str)), build_clean),
     ]
+
+
+#: run_indexer's modes, lower-cased as Hudi's HoodieIndexer matches them.
+INDEXER_MODES = ("schedule", "execute", "scheduleandexecute", "dropindex")
+#: Metadata partition types run_indexer builds (Hudi's ``MetadataPartitionType`` names).
+INDEX_TYPE_NAMES = ("FILES", "COLUMN_STATS", "BLOOM_FILTERS", "RECORD_INDEX", "PARTITION_STATS")
+_NAMED_PARTITION_PREFIXES = ("secondary_index_", "expr_index_")
+
+
+def _instant_time(p: HudiParser, arg: Argument, what: str) -> str:
+    text = str(arg.value)
+    if not (text.isdigit() and len(text) in (14, 17)):
+        raise p.error(
+            f"{what} {text!r} is not an instant time; give its 14 or 17 digits "
+            "(yyyyMMddHHmmss[SSS]) as SHOW TIMELINE lists them",
+            arg.token,
+        )
+    return text
+
+
+def _build_run_indexer(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
+    mode_arg, types_arg = args["mode"], args["index_types"]
+    mode = str(mode_arg.value).strip().lower()
+    if mode not in INDEXER_MODES:
+        raise p.error(
+            f"run_indexer mode {mode_arg.value!r} is unknown; use 'schedule', 'execute', "
+            "'scheduleAndExecute' or 'dropindex'", mode_arg.token)
+    types: list[str] = []
+    for item in str(types_arg.value or "").split(","):
+        name = item.strip()
+        if not name:
+            continue
+        if name.upper() in INDEX_TYPE_NAMES:
+            types.append(name.upper())
+        elif name.lower().startswith(_NAMED_PARTITION_PREFIXES):
+            types.append(name.lower())
+        else:
+            raise p.error(
+                f"index type {name!r} is unknown; use {', '.join(INDEX_TYPE_NAMES)} or a "
+                "metadata partition named secondary_index_<name> / expr_index_<name>",
+                types_arg.token)
+    if len(set(types)) != len(types):
+        raise p.error("an index type is given twice in index_types; give each once",
+                      types_arg.token)
+    if not types and mode != "execute":
+        raise p.error(f"run_indexer in mode {mode} needs index_types => 'COLUMN_STATS,...'", at)
+    instant = args["instant_time"]
+    return RunIndexer(
+        _table(p, args["table"]), mode, tuple(types),
+        None if instant.value is None else _instant_time(p, instant, "instant_time"))
+
+
+def _build_show_mdt(what: str) -> t.Callable[[HudiParser, dict[str, Argument], Token], Command]:
+    def build(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
+        partition = args.get("partition", Argument(None, None)).value
+        columns = args.get("targetColumns", Argument(None, None)).value
+        return ShowMetadataTable(
+            _table(p, args["table"]), t.cast(t.Any, what),
+            None if partition is None else str(partition),
+            tuple(c.strip() for c in str(columns or "").split(",") if c.strip()))
+    return build
+
+
+def _build_validate_mdt(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
+    return ValidateMetadataTable(_table(p, args["table"]))
 
 
 PROCEDURES: dict[str, Procedure] = {
@@ -170,6 +231,23 @@ PROCEDURES: dict[str, Procedure] = {
             _build_rollback,
         ),
         *_service_procedures(),
+        Procedure(
+            "run_indexer",
+            (Parameter("table", str, required=True), Parameter("mode", str, required=True),
+             Parameter("index_types", str), Parameter("instant_time", str)),
+            _build_run_indexer,
+        ),
+        Procedure("show_metadata_table_partitions", (Parameter("table", str, True),),
+                  _build_show_mdt("partitions")),
+        Procedure("show_metadata_table_files",
+                  (Parameter("table", str, True), Parameter("partition", str)),
+                  _build_show_mdt("files")),
+        Procedure("show_metadata_table_column_stats",
+                  (Parameter("table", str, True), Parameter("partition", str),
+                   Parameter("targetColumns", str)),
+                  _build_show_mdt("column_stats")),
+        Procedure("validate_metadata_table", (Parameter("table", str, True),),
+                  _build_validate_mdt),
     )
 }
 

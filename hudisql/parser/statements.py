@@ -23,6 +23,12 @@ from hudisql.parser.dml import (
     parse_update,
     parse_with,
 )
+from hudisql.parser.index import (
+    parse_create_index,
+    parse_drop_index,
+    parse_refresh_index,
+    parse_show_indexes,
+)
 from hudisql.parser.procedures import parse_call, parse_show_timeline
 from hudisql.parser.services import SERVICE_STATEMENTS
 
@@ -44,4 +50,8 @@ STATEMENTS: dict[tuple[str, ...], StatementParser] = {
     ("SHOW", "TIMELINE"): parse_show_timeline,
     ("CALL",): parse_call,
     **SERVICE_STATEMENTS,
+    ("CREATE", "INDEX"): parse_create_index,
+    ("DROP", "INDEX"): parse_drop_index,
+    ("SHOW", "INDEXES"): parse_show_indexes,
+    ("REFRESH", "INDEX"): parse_refresh_index,
 }

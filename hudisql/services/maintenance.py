@@ -9,7 +9,6 @@ managed table), and returns plain results: instant times, :class:`ServiceResult`
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from hudisql.metadata.participant import participants_for
 from hudisql.services import clean, compaction, log_compaction
 from hudisql.services.plans import ServiceResult, show_service_plans
 from hudisql.services.runner import LocalRunner, SliceRunner
@@ -34,12 +34,7 @@ def no_participants(table: HudiTable) -> Sequence[Any]:
 
 def metadata_participants(table: HudiTable) -> Sequence[Any]:
     """The table's commit participants: its metadata table's, when it has one."""
-    try:  # by name: the metadata table package sits above txn and may be absent
-        metadata = importlib.import_module(".metadata", "hudisql")
-    except ImportError:
-        return ()
-    participants_for = getattr(metadata, "participants_for", None)
-    return list(participants_for(table)) if participants_for is not None else ()
+    return participants_for(table)
 
 
 @dataclass
@@ -50,7 +45,8 @@ class Maintenance:
     options: Mapping[str, str] = field(default_factory=dict)
     runner: SliceRunner = field(default_factory=LocalRunner)
     bracket: Callable[[], AbstractContextManager[object]] = nullcontext
-    participants: Callable[[HudiTable], Sequence[Any]] = no_participants
+    #: Every service commit keeps the metadata table exact (tests may pass no_participants).
+    participants: Callable[[HudiTable], Sequence[Any]] = metadata_participants
 
     def open_table(self) -> HudiTable:
         """The table, freshly loaded."""
@@ -128,5 +124,7 @@ class Maintenance:
             TableServiceError: an unsupported policy, or settings that would delete
                 latest slices (``hoodie.cleaner.commits.retained`` below 1).
         """
+        table = self.open_table()
         with self.bracket():
-            return clean.run_clean(self.open_table(), self._merged(options))
+            return clean.run_clean(table, self._merged(options),
+                                   participants=self.participants(table))

@@ -227,9 +227,11 @@ def _add_clause(builder: api.MergeBuilder, clause: c.MergeClause) -> api.MergeBu
 def rollback(ctx: StatementContext, entry: TableEntry, instant_time: str) -> str:
     """Roll back the failed write ``instant_time`` with the table core; returns the rollback's
     instant time."""
+    from hudisql.metadata.participant import participants_for
     from hudisql.txn.writer import WriteClient
 
-    client = WriteClient(_open(entry),
+    table = _open(entry)
+    client = WriteClient(table, participants=participants_for(table),
                          options=ctx.session.write_options(entry.location, in_catalog=True))
     if entry.managed:
         with ctx.catalog.write_transaction(entry.name):

@@ -15,7 +15,7 @@ from sqlglot.tokenizer_core import TokenType
 from hudisql.errors import HudiSqlError
 from hudisql.parser import commands as c
 from hudisql.parser.services import ShowTableService, TableService
-from hudisql.sql import ddl, dml, names, services, table_statements, time_travel
+from hudisql.sql import ddl, dml, index, names, services, table_statements, time_travel
 from hudisql.sql.frames import rows_frame
 from hudisql.sql.timeline import (
     COMMITS_COLUMNS,
@@ -190,4 +190,5 @@ EXECUTORS: dict[type[c.Command], Executor] = {
     c.Merge: _then_inline_services(dml.merge),
     TableService: services.table_service,
     ShowTableService: services.show_table_service,
+    **index.EXECUTORS,
 }

@@ -42,7 +42,7 @@ def maintenance(ctx: StatementContext, command: TableService | ShowTableService)
     else:
         assert command.path is not None
         path = command.path
-    return Maintenance(path, dict(ctx.session.options), SparkRunner(ctx.spark),
+    return Maintenance(path, ctx.session.write_options(path), SparkRunner(ctx.spark),
                        bracket=bracket, participants=metadata_participants)
 
 

@@ -14,6 +14,7 @@ from dataclasses import astuple, dataclass, fields
 from datetime import datetime
 
 from hudisql.errors import CorruptTableError
+from hudisql.table.index_plan import index_commit_metadata, index_plan
 from hudisql.table.instant import COMPLETED_AS, Action, Instant, State, parse_instant_time
 from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
@@ -160,6 +161,8 @@ def timeline_rows(table: HudiTable, limit: int | None = None) -> list[TimelineRo
             deleted = sum(s.num_deletes for s in stats)
             files_written = len({s.path for s in stats if s.path})
             size = sum(s.total_write_bytes for s in stats)
+        if instant.action == Action.INDEXING:
+            operation = _indexing_operation(timeline, instant)
         duration = None
         if requested is not None and completed is not None:
             duration = max(0, int((completed - requested).total_seconds() * 1000))
@@ -183,6 +186,18 @@ def timeline_rows(table: HudiTable, limit: int | None = None) -> list[TimelineRo
             duration_ms=duration,
         ))
     return rows
+
+
+def _indexing_operation(timeline: Timeline, instant: Instant) -> str | None:
+    """``index <partitions>`` of an indexing instant, from its plan or commit metadata."""
+    try:
+        if instant.is_completed:
+            partitions = index_commit_metadata(timeline, instant).partitions
+        else:
+            partitions = index_plan(timeline, instant.timestamp).partitions
+    except CorruptTableError:
+        return None
+    return "index " + ",".join(partitions)
 
 
 def commit_rows(table: HudiTable, limit: int) -> list[tuple[object, ...]]:

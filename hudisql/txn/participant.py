@@ -9,13 +9,14 @@ nothing registers itself on import.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
 
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Instant
 from hudisql.table.table import HudiTable
 
-__all__ = ["CommitParticipant"]
+__all__ = ["CleanParticipant", "CommitParticipant"]
 
 
 class CommitParticipant(Protocol):
@@ -28,3 +29,15 @@ class CommitParticipant(Protocol):
     def on_rollback(self, table: HudiTable, instant: Instant) -> None:
         """Called (under the lock) when a data instant is rolled back, completed or not;
         undoes what on_commit wrote for that instant time (idempotent)."""
+
+
+@runtime_checkable
+class CleanParticipant(Protocol):
+    """A participant that also records a clean's deleted files (a clean has no commit
+    metadata, so :meth:`CommitParticipant.on_commit` does not fit it)."""
+
+    def on_clean(self, table: HudiTable, instant: Instant,
+                 deleted: Mapping[str, Sequence[str]]) -> None:
+        """Called under the table lock after the clean deleted ``deleted`` (data partition ->
+        file names), before the clean instant completes; idempotent (a clean that died is
+        finished, and this called again, by the next one)."""

@@ -55,6 +55,12 @@ from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from hudisql.errors import WriteError
+from hudisql.metadata.participant import (
+    MetadataTableParticipant,
+    participants_for,
+    row_change_columns,
+)
+from hudisql.metadata.row_changes import RowChanges
 from hudisql.progress import Progress, ProgressSink, progress_sink
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import new_file_id, write_token
@@ -124,7 +130,10 @@ _FILE_ID = "_hudisql_file_id"
 _INSERTED = "_hudisql_inserted"
 #: Whether base files carry the ``_hoodie_*`` meta columns (Hudi's default: true).
 META_FIELDS = "hoodie.populate.meta.fields"
-_STATS_SCHEMA = StructType([StructField("stat", StringType()), StructField("attempt", LongType())])
+_STATS_SCHEMA = StructType([StructField("stat", StringType()), StructField("attempt", LongType()),
+                            StructField("changes", StringType())])
+_STATS_ARROW = pa.schema([("stat", pa.string()), ("attempt", pa.int64()),
+                          ("changes", pa.string())])
 _KEYS_SCHEMA = StructType([StructField(PARTITION_PATH, StringType()),
                            StructField(RECORD_KEY, StringType()),
                            StructField(_FILE_ID, StringType())])
@@ -251,7 +260,13 @@ def _read_keys(spec: _TableSpec, slices: list[FileSlice], head: str | None) -> A
 def _write_slices(spec: _TableSpec, operation: str, instant: str,
                   slices: Mapping[tuple[str, str], FileSlice], fault_after: int | None,
                   expressions: Mapping[str, str] | None = None,
-                  rewrite: frozenset[tuple[str, str]] = frozenset()) -> Any:
+                  rewrite: frozenset[tuple[str, str]] = frozenset(),
+                  change_columns: tuple[str, ...] | None = None) -> Any:
+    """The write task. With ``change_columns`` (the table keeps a record or secondary
+    index), each file group's :class:`RowChanges` go back with its write stat where the
+    task has both sides at hand (new and rewritten base files); else the metadata
+    participant reads that group."""
+
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = [b for b in batches if b.num_rows]
         if not rows:
@@ -269,12 +284,14 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
             group = data.slice(start, count)
             start += count
             partition = group.column(PARTITION_PATH)[0].as_py()
-            stat = _write_group(table, spec, operation, instant, token, attempt, group,
-                                slices.get((partition, file_id)), partition, file_id,
-                                expressions, (partition, file_id) in rewrite)
+            stat, changes = _write_group(
+                table, spec, operation, instant, token, attempt, group,
+                slices.get((partition, file_id)), partition, file_id, expressions,
+                (partition, file_id) in rewrite, change_columns)
             yield pa.RecordBatch.from_pylist(
-                [{"stat": json.dumps(stat.to_dict()), "attempt": attempt}],
-                schema=pa.schema([("stat", pa.string()), ("attempt", pa.int64())]))
+                [{"stat": json.dumps(stat.to_dict()), "attempt": attempt,
+                  "changes": None if changes is None else json.dumps(changes.to_dict())}],
+                schema=_STATS_ARROW)
             if fault_after is not None and attempt == 0 and written >= fault_after:
                 raise RuntimeError(f"injected failure after {written} file(s) of {instant}")
     return write
@@ -283,8 +300,10 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
 def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: str, token: str,
                  attempt: int, group: pa.Table, file_slice: FileSlice | None, partition: str,
                  file_id: str, expressions: Mapping[str, str] | None = None,
-                 rewrite: bool = False) -> WriteStat:
-    """Write one file group's part of the write in this task; returns its write stat.
+                 rewrite: bool = False, change_columns: tuple[str, ...] | None = None
+                 ) -> tuple[WriteStat, RowChanges | None]:
+    """Write one file group's part of the write in this task; returns its write stat and,
+    with ``change_columns``, its rows' changes when both sides are at hand (else None).
 
     ``rewrite``: a merge-on-read small file, rewritten as a new base file (as
     copy-on-write slices always are) instead of getting a log file when inserts reach it.
@@ -324,20 +343,30 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
                           deletes=deletes)
         if not records.num_rows:
             records = None
+    cols = list(change_columns or ())
     if file_slice is None:
         assert records is not None
+        changes = None if change_columns is None else RowChanges.of(
+            None, records.select([RECORD_KEY, *cols]), cols)
         return write_base_file(storage, partition, file_id, instant, token, records,
-                               spec.schema_text, compression=spec.compression)
+                               spec.schema_text, compression=spec.compression), changes
     if spec.is_mor and not rewrite:
+        # The slice's rows after a log file depend on the merge with its base: the
+        # participant reads this group.
         base_file = file_slice.base_file.name if file_slice.base_file is not None else None
         return write_log_file(storage, partition, file_id, file_slice.base_instant, instant,
                               token, records, spec.schema_text, deletes=work.deletes,
                               attempt=attempt, base_file=base_file, num_updates=work.updates,
-                              expressions=expressions)
+                              expressions=expressions), None
     merged, updated, deleted = merge_copy_on_write(table, work)
+    changes = None
+    if change_columns is not None:
+        before = read_file_slice(storage, table.properties, table.timeline, file_slice,
+                                 columns=[RECORD_KEY, *cols])
+        changes = RowChanges.of(before, merged.select([RECORD_KEY, *cols]), cols)
     return write_base_file(storage, partition, file_id, instant, token, merged, spec.schema_text,
                            prev_commit=file_slice.base_instant, num_updates=updated,
-                           num_deletes=deleted, compression=spec.compression)
+                           num_deletes=deleted, compression=spec.compression), changes
 
 
 # -- the driver -----------------------------------------------------------------------------
@@ -402,16 +431,22 @@ class SparkWriter:
             progress.stage("staging records")
             staged, counts, persisted = self._stage(df, op, spec)
             try:
+                # The metadata table (when the table has one) commits with the data instant.
                 txn = Transaction(table, self.options, OPERATIONS[op],
-                                  overwrite=OVERWRITES.get(op))
+                                  overwrite=OVERWRITES.get(op),
+                                  participants=participants_for(table))
                 if self.on_step is not None:
                     txn.on_step = self.on_step
                 instant = txn.start()
                 try:
                     if spec.keyless:
                         staged = with_generated_keys(staged, instant)
-                    stats = self._tag_and_write(staged, counts, op, spec, txn.table, instant,
-                                                expressions, sizing, progress)
+                    stats, changes = self._tag_and_write(
+                        staged, counts, op, spec, txn.table, instant, expressions, sizing,
+                        progress)
+                    for participant in txn.participants:
+                        if isinstance(participant, MetadataTableParticipant):
+                            participant.changes = changes
                     progress.stage("committing")
                     done = txn.commit(stats, spec.schema_text)
                 except BaseException:
@@ -476,7 +511,8 @@ class SparkWriter:
     def _tag_and_write(self, staged: DataFrame, counts: Mapping[str | None, int], op: str,
                        spec: _TableSpec, table: HudiTable, instant: str,
                        expressions: Mapping[str, str] | None, sizing: SmallFileSettings,
-                       progress: Progress) -> list[WriteStat]:
+                       progress: Progress
+                       ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:
         with_partition = op != "delete" or all(
             p in staged.columns for p in spec.partition_fields)
         marked = IS_DELETED in staged.columns and op != "delete"
@@ -514,15 +550,19 @@ class SparkWriter:
         groups = max(1, min(len(slices) + new_groups, 2 * self._parallelism()))
         fault = self.options.get(FAULT_AFTER_FILES)
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
-                               expressions, rewrite)
+                               expressions, rewrite, row_change_columns(table))
         out = tagged.repartition(groups, _FILE_ID).mapInArrow(writer, _STATS_SCHEMA)
         # At most this many file groups: the touched partitions' slices and the new ids.
         progress.stage("writing file slices", total=len(slices) + new_groups)
         with MarkerWatch(progress, table.storage, instant):
-            stats = [WriteStat.from_dict(json.loads(r.stat)) for r in out.collect()]
+            rows = out.collect()
+        stats = [WriteStat.from_dict(json.loads(r.stat)) for r in rows]
+        # Row changes computed in the tasks, for the metadata participant (none: it reads).
+        changes = {(s.partition_path or "", s.file_id): RowChanges.from_dict(json.loads(r.changes))
+                   for s, r in zip(stats, rows, strict=True) if r.changes is not None}
         written = len({(s.partition_path, s.file_id) for s in stats})
         progress.update(written, total=written)
-        return stats
+        return stats, changes
 
     def _tag(self, staged: DataFrame, spec: _TableSpec, table: HudiTable,
              touched: list[str] | None) -> tuple[DataFrame, dict[tuple[str, str], FileSlice]]:

@@ -109,6 +109,7 @@ def test_build_then_commits_keep_it_exact(
             r["_hoodie_partition_path"], str(r["_hoodie_file_name"]).split("_")[0])
 
 
+@pytest.mark.metadata_stale
 def test_validation_finds_a_commit_that_skipped_the_metadata_table(tmp_path: Path) -> None:
     table = index_all(new_table(tmp_path / "t"))
     client = WriteClient(table)

@@ -1,0 +1,127 @@
+"""Index benchmark: building each index type, and an upsert that keeps indexes in sync.
+
+    .venv/bin/python benchmarks/bench_index.py [--rows 5000000] [--repeat 3]
+
+Builds a merge-on-read trips table of ``--rows`` rows (bulk insert), then times:
+
+- the build of each index type (``CREATE INDEX`` through ``handle.indexes``: the record
+  index, a secondary index on ``rider``, column stats on ``fare, ts``), each against a plain
+  Spark scan of the same columns of the table's base files (what any build must read;
+  goal <= 1.3);
+- an upsert of ``rows/10`` records (half updates) to a copy of the table with the record
+  index, column stats and the secondary index kept in sync, against the same upsert to a
+  copy without a metadata table (goal <= 1.25). Best of ``--repeat`` copies each.
+
+Prints a table with the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pyarrow as pa
+from pyspark.sql import functions as F
+
+import hudisql
+from hudisql.table.write_create import create_table
+
+SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()),
+                    ("fare", pa.float64()), ("city", pa.string())])
+#: (label, index name, columns, USING, the data columns a build must read)
+BUILDS = [
+    ("record index", "record_index", ["uuid"], None, ["_hoodie_record_key"]),
+    ("secondary index (rider)", "idx_rider", ["rider"], None, ["_hoodie_record_key", "rider"]),
+    ("column stats (fare, ts)", "stats", ["fare", "ts"], "column_stats", ["fare", "ts"]),
+]
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _records(spark, start: int, count: int, ts: int):  # type: ignore[no-untyped-def]
+    return spark.range(start, start + count).selectExpr(
+        "concat('key-', CAST(id AS STRING)) AS uuid", f"CAST({ts} AS BIGINT) AS ts",
+        "concat('rider-', CAST(id % 1000 AS STRING)) AS rider",
+        "CAST(id % 997 AS DOUBLE) / 10 AS fare",
+        "concat('city-', CAST(id % 8 AS STRING)) AS city")
+
+
+def _scan(spark, path: str, columns: list[str]) -> float:  # type: ignore[no-untyped-def]
+    """A plain Spark scan of ``columns`` of the table's base files (count + per-column max)."""
+    files = [str(p) for p in Path(path).rglob("*.parquet") if ".hoodie" not in p.parts]
+    return _timed(lambda: spark.read.parquet(*files).select(
+        F.count(F.lit(1)), *[F.max(c) for c in columns]).collect())
+
+
+def main() -> None:
+    """Run the benchmark and print its table."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per scenario; best is kept")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="hudisql-bench-index-"))
+    session = hudisql.connect(warehouse=work / "wh", conf={"spark.master": "local[2]"})
+    spark = session.spark
+    lines = []
+    try:
+        plain = str(work / "plain")
+        create_table(plain, "bench", SCHEMA, "uuid", "city", "ts", "MERGE_ON_READ")
+        load = _timed(lambda: session.table_at(plain).bulk_insert(
+            _records(spark, 0, args.rows, 1)))
+        # Copies before any index: the upsert's two sides.
+        for i in range(args.repeat):
+            shutil.copytree(plain, work / f"indexed{i}")
+            shutil.copytree(plain, work / f"bare{i}")
+        indexed = session.table_at(plain)
+        for label, name, columns, using, read in BUILDS:
+            built = min(_build(indexed, name, columns, using) for _ in range(args.repeat))
+            scanned = min(_scan(spark, plain, read) for _ in range(args.repeat))
+            lines.append((f"build {label}", built, scanned, "<= 1.3"))
+        for i in range(args.repeat):  # the indexed copies get all three indexes
+            handle = session.table_at(str(work / f"indexed{i}"))
+            for _, name, columns, using, _ in BUILDS:
+                handle.indexes.create(name, columns, using)
+        upsert_rows = max(1, args.rows // 10)
+        batch = _records(spark, args.rows - upsert_rows // 2, upsert_rows, 2).cache()
+        batch.count()
+        t_indexed = min(_timed(lambda i=i: session.table_at(str(work / f"indexed{i}")).upsert(
+            batch)) for i in range(args.repeat))
+        t_bare = min(_timed(lambda i=i: session.table_at(str(work / f"bare{i}")).upsert(batch))
+                     for i in range(args.repeat))
+        lines.append(("upsert, RI + CS + SI kept", t_indexed, t_bare, "<= 1.25"))
+        from hudisql.metadata.validate import validate_metadata_table
+        from hudisql.table.table import HudiTable
+
+        ok = validate_metadata_table(HudiTable.open(str(work / "indexed0"))).ok
+    finally:
+        session.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"table: {args.rows} rows MOR (bulk insert {load:.1f}s); upsert {upsert_rows} "
+          f"records (half updates); local[2]; best of {args.repeat}; metadata table "
+          f"{'validates' if ok else 'DOES NOT validate'} after the upsert")
+    print(f"{'scenario':<36}{'hudisql s':>10}{'baseline s':>12}{'ratio':>8}  goal")
+    for label, ours, base, goal in lines:
+        print(f"{label:<36}{ours:>10.2f}{base:>12.2f}{ours / base:>8.2f}  {goal}")
+    print("baselines: a plain Spark scan of the columns the build reads; the same upsert "
+          "without a metadata table")
+
+
+def _build(handle, name: str, columns: list[str], using: str | None) -> float:  # type: ignore[no-untyped-def]
+    """Seconds to build the index from scratch (an earlier build is dropped first, untimed)."""
+    handle.indexes.drop(name, if_exists=True)
+    return _timed(lambda: handle.indexes.create(name, columns, using))
+
+
+if __name__ == "__main__":
+    main()

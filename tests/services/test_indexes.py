@@ -1,0 +1,177 @@
+"""CREATE / DROP / SHOW / REFRESH INDEX and the indexing procedures on real tables: what is
+built, that it is exact, and that every refused statement leaves every byte as it was."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import Row
+
+from hudisql.errors import (
+    HudiSqlError,
+    IndexExistsError,
+    IndexingError,
+    IndexNotFoundError,
+    LockError,
+    SqlParseError,
+    TableNotFoundError,
+)
+from hudisql.services.indexes import TableIndexes
+from hudisql.session import HudiSession
+from hudisql.table.index_plan import index_commit_metadata
+from hudisql.table.instant import Action
+from hudisql.table.table import HudiTable
+from tests.services.indexing import assert_exact, snapshot, trips
+from tests.write.trips import rs_rows
+
+
+def _indexes(session: HudiSession) -> list[tuple[str, str, str, str]]:
+    return [tuple(r) for r in session.sql("SHOW INDEXES FROM trips").collect()]
+
+
+def test_create_index_builds_a_secondary_index_with_its_record_index(
+        session: HudiSession) -> None:
+    handle = trips(session)
+    before = rs_rows(handle)
+    seen: list[tuple[int, int]] = []
+    session.index_progress = lambda done, total: seen.append((done, total))
+    result = session.sql("CREATE INDEX idx_rider ON trips (rider)").collect()
+    assert result == [Row(result=True, instant_time=None)]
+    assert _indexes(session) == [
+        ("record_index", "record_index", "", "built"),
+        ("secondary_index_idx_rider", "secondary_index", "rider", "built"),
+    ]
+    table = HudiTable.open(handle.path)
+    assert table.properties.metadata_partitions == [
+        "files", "record_index", "secondary_index_idx_rider"]
+    assert table.properties.metadata_partitions_inflight == []
+    (done,) = table.timeline.completed([Action.INDEXING])
+    assert index_commit_metadata(table.timeline, done).partitions == [
+        "files", "record_index", "secondary_index_idx_rider"]
+    assert seen and seen[-1][0] == seen[-1][1]  # progress ends at all units built
+    assert_exact(handle.path)
+    assert session.sql("CALL validate_metadata_table(table => 'trips')").collect() == []
+    # The data table still reads row for row the same through hudi-rs.
+    assert rs_rows(handle) == before
+
+
+def test_several_index_types_build_in_one_run(session: HudiSession) -> None:
+    handle = trips(session)
+    (row,) = session.sql("CALL run_indexer(table => 'trips', mode => 'scheduleAndExecute', "
+                         "index_types => 'COLUMN_STATS,RECORD_INDEX,PARTITION_STATS')").collect()
+    table = HudiTable.open(handle.path)
+    (done,) = table.timeline.completed([Action.INDEXING])
+    assert row.instant_time == done.timestamp
+    assert sorted(table.properties.metadata_partitions) == [
+        "column_stats", "files", "partition_stats", "record_index"]
+    assert_exact(handle.path)
+    partitions = session.sql("CALL show_metadata_table_partitions(table => 'trips')").collect()
+    assert sorted(r.partition for r in partitions) == ["city=la", "city=nyc", "city=sf"]
+    files = session.sql("CALL show_metadata_table_files(table => 'trips', partition => 'city=sf')")
+    assert {r.partition for r in files.collect()} == {"city=sf"}
+    stats = session.sql("CALL show_metadata_table_column_stats(table => 'trips', "
+                        "targetColumns => 'fare')").collect()
+    assert sorted((r.min_value, r.max_value) for r in stats) == [
+        ("27.7", "27.7"), ("5.0", "19.1"), ("8.5", "8.5")]
+
+
+def test_schedule_then_execute_and_nothing_left_to_execute(session: HudiSession) -> None:
+    handle = trips(session)
+    (scheduled,) = session.sql("CALL run_indexer(table => 'trips', mode => 'schedule', "
+                               "index_types => 'RECORD_INDEX')").collect()
+    assert [r[:2] for r in _indexes(session)] == [("record_index", "record_index")]
+    assert _indexes(session)[0][3] == "building"
+    table = HudiTable.open(handle.path)
+    assert table.properties.metadata_partitions_inflight == ["files", "record_index"]
+    (executed,) = session.sql("CALL run_indexer(table => 'trips', mode => 'execute')").collect()
+    assert executed.instant_time == scheduled.instant_time
+    assert _indexes(session)[0][3] == "built"
+    with pytest.raises(IndexingError, match="no pending indexing instant to execute"):
+        session.sql("CALL run_indexer(table => 'trips', mode => 'execute')")
+    assert_exact(handle.path)
+
+
+def test_python_api_behind_every_statement(session: HudiSession) -> None:
+    handle = trips(session)
+    indexes = handle.indexes
+    assert indexes.create("stats", ["fare", "ts"], using="column_stats") is not None
+    assert indexes.create("stats", ["fare"], using="column_stats", if_not_exists=True) is None
+    assert [(i.name, i.columns) for i in indexes.list()] == [("column_stats", ("fare", "ts"))]
+    assert indexes.refresh("stats") is not None
+    assert_exact(handle.path)
+    assert indexes.drop("stats") is True
+    assert indexes.drop("stats", if_exists=True) is False
+    assert indexes.list() == []
+    table = HudiTable.open(handle.path)
+    assert table.properties.metadata_partitions == ["files"]
+
+
+def test_refresh_rebuilds_and_drop_removes(session: HudiSession) -> None:
+    handle = trips(session)
+    session.sql("CREATE INDEX record_index ON trips (uuid)")
+    first = HudiTable.open(handle.path).timeline.completed([Action.INDEXING])
+    session.sql("REFRESH INDEX record_index ON TABLE trips")
+    table = HudiTable.open(handle.path)
+    assert len(table.timeline.completed([Action.INDEXING])) == len(first) + 1
+    assert_exact(handle.path)
+    session.sql("DROP INDEX record_index ON trips")
+    assert _indexes(session) == []
+    assert not (HudiTable.open(handle.path).storage.exists(".hoodie/metadata/record_index"))
+    session.sql("DROP INDEX IF EXISTS record_index ON trips")
+
+
+# (statement, error class, fragments the message must hold)
+BAD_INPUT: list[tuple[str, type[HudiSqlError], tuple[str, ...]]] = [
+    ("CREATE INDEX idx ON trips (nope)", IndexingError,
+     ("CREATE INDEX idx at line 1, column 1", "index idx on table trips",
+      "column nope is not a column of the table")),
+    ("CREATE INDEX idx ON trips USING hash (rider)", SqlParseError,
+     ("line 1, column 33", "index idx on table trips", "unknown index type 'hash'")),
+    ("CREATE INDEX idx_fare ON trips (rider)", IndexExistsError,
+     ("CREATE INDEX idx_fare", "index idx_fare on table trips",
+      "has index secondary_index_idx_fare already")),
+    ("CREATE INDEX idx_fare ON trips USING column_stats (fare)", IndexExistsError,
+     ("index idx_fare on table trips", "already")),
+    ("CREATE INDEX record_index ON trips (uuid)", IndexExistsError,
+     ("index record_index on table trips", "has index record_index already")),
+    ("CREATE INDEX idx ON trips (uuid)", IndexingError,
+     ("index idx on table trips", "name it record_index")),
+    ("CREATE INDEX idx ON trips (uuid, rider)", IndexingError,
+     ("mix record key fields and other columns",)),
+    ("CREATE INDEX idx ON trips (rider, fare)", IndexingError,
+     ("a secondary index covers exactly one column",)),
+    ("CREATE INDEX idx ON trips USING bloom_filters (rider)", IndexingError,
+     ("index idx on table trips: hudisql does not build bloom_filters indexes yet",)),
+    ("DROP INDEX nope ON trips", IndexNotFoundError,
+     ("DROP INDEX nope at line 1, column 1", "table trips has no index nope",
+      "SHOW INDEXES FROM trips")),
+    ("REFRESH INDEX nope ON trips", IndexNotFoundError, ("REFRESH INDEX nope", "no index nope")),
+    ("CREATE INDEX idx ON plain (a)", TableNotFoundError,
+     ("CREATE INDEX idx at line 1, column 1", "default.plain is not a hudi table")),
+    ("CREATE INDEX idx ON nosuch (a)", TableNotFoundError, ("default.nosuch",)),
+    ("SELECT 1;\nDROP INDEX nope ON trips", IndexNotFoundError,
+     ("DROP INDEX nope at line 2, column 1",)),
+]
+
+
+@pytest.mark.parametrize(("sql", "error", "fragments"), BAD_INPUT, ids=[b[0] for b in BAD_INPUT])
+def test_bad_input_is_refused_and_leaves_every_byte(
+        indexed_trips: HudiSession, sql: str, error: type[HudiSqlError],
+        fragments: tuple[str, ...]) -> None:
+    session = indexed_trips
+    path = session.table("trips").path
+    before = snapshot(path)
+    with pytest.raises(error) as caught:
+        session.sql_script(sql)
+    for fragment in fragments:
+        assert fragment in str(caught.value)
+    # The table, its metadata table, hoodie.properties and index.json: byte for byte.
+    assert snapshot(path) == before
+
+
+def test_the_indexer_refuses_without_a_lock_and_changes_nothing(session: HudiSession) -> None:
+    handle = trips(session)
+    before = snapshot(handle.path)
+    options = {k: v for k, v in session.options.items() if k != "hoodie.write.lock.provider"}
+    with pytest.raises(LockError, match=r"set hoodie\.write\.lock\.provider=file"):
+        TableIndexes(handle.path, options, session.spark).create("idx", ["rider"])
+    assert snapshot(handle.path) == before
