@@ -23,19 +23,6 @@ PATH = re.compile(r"`((?:hudisql|tests|docs|benchmarks|scripts|notebooks)/[\w./-
 DOCS_MENTION = re.compile(r"\bdocs/[A-Z_]+\.md\b")
 #: Files the docs already name that work in progress on other branches adds (each with
 #: who adds it); the checks below skip them only while they are absent.
-PENDING = {
-    "docs/METADATA.md": "the metadata-table layout, written with the metadata table (issue 12)",
-    "hudisql/metadata/": "the metadata table package (issue 12)",
-    "hudisql/services/": "the table services package (log compaction, indexing)",
-}
-
-
-def pending(path: Path) -> bool:
-    """Whether ``path`` is a file named in :data:`PENDING` that has not landed yet."""
-    name = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else ""
-    return not path.exists() and (name in PENDING or f"{name}/" in PENDING)
-
-
 def text_files() -> Iterator[Path]:
     """The repository's code and prose files (the README, dev and .ci/run included)."""
     yield REPO / "README.md"
@@ -91,8 +78,7 @@ def test_relative_links_of_the_docs_lead_to_files_and_headings() -> None:
             linked = (doc.parent / file_part).resolve() if file_part else doc
             where = f"{doc.relative_to(REPO)} -> {target}"
             if not linked.exists():
-                if not pending(linked):
-                    broken.append(f"{where}: no such file")
+                broken.append(f"{where}: no such file")
             elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
                 broken.append(f"{where}: no such heading")
     assert broken == []
@@ -102,12 +88,12 @@ def test_repository_paths_named_in_docs_and_docstrings_exist() -> None:
     missing = set()
     for doc in markdown_files():
         for name in PATH.findall(doc.read_text()):
-            if not (REPO / name).exists() and not pending(REPO / name):
+            if not (REPO / name).exists():
                 missing.add(f"{doc.relative_to(REPO)}: {name}")
     for path in text_files():
         if path.suffix == ".py":
             for name in DOCS_MENTION.findall(path.read_text()):
-                if not (REPO / name).exists() and not pending(REPO / name):
+                if not (REPO / name).exists():
                     missing.add(f"{path.relative_to(REPO)}: {name}")
     assert sorted(missing) == []
 
@@ -118,7 +104,5 @@ def test_the_checks_see_an_outside_path_and_a_broken_link() -> None:
     assert not OUTSIDE.search("the shared one") and not OUTSIDE.search("docs/shared/x")
     assert slug(" 6. Log files and log blocks") == "6-log-files-and-log-blocks"
     assert slug("Table properties (`hoodie.properties`)") == "table-properties-hoodieproperties"
-    assert pending(REPO / "docs" / "METADATA.md") != (REPO / "docs" / "METADATA.md").exists()
-    assert not pending(REPO / "docs" / "NOWHERE.md")
     assert LINK.findall("see [FORMAT.md](FORMAT.md#1-a-table) and [x](https://a.b)") == [
         "FORMAT.md#1-a-table", "https://a.b"]
