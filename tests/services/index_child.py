@@ -21,7 +21,7 @@ def main() -> None:
     brief = json.loads(sys.argv[1])
     session = hudisql.connect(conf={"spark.master": "local[1]",
                                     "spark.sql.shuffle.partitions": "2"})
-    indexes = TableIndexes(brief["path"], session.options, session.spark)
+    indexes = TableIndexes(brief["path"], session.write_options(brief["path"]), session.spark)
     indexer = indexes.indexer()
 
     def on_step(event: str, instant: str) -> None:

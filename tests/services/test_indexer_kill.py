@@ -38,7 +38,7 @@ def test_a_killed_indexer_run_again_builds_exactly(session: HudiSession, step: s
     table = HudiTable.open(handle.path)
     assert "record_index" not in table.properties.metadata_partitions
     # Running it again (the same call) resumes a saved plan, or schedules anew.
-    TableIndexes(handle.path, session.options, session.spark).run_indexer(
+    TableIndexes(handle.path, session.write_options(handle.path), session.spark).run_indexer(
         "scheduleAndExecute", ["RECORD_INDEX", "COLUMN_STATS"])
     table = HudiTable.open(handle.path)
     assert sorted(table.properties.metadata_partitions) == [

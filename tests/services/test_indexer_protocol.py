@@ -25,7 +25,7 @@ class Crash(Exception):
 
 
 def _indexes(session: HudiSession, path: str, **options: str) -> TableIndexes:
-    return TableIndexes(path, {**session.options, **options}, session.spark)
+    return TableIndexes(path, {**session.write_options(path), **options}, session.spark)
 
 
 def _state(path: str) -> tuple[list[str], list[str], list[str], list[str]]:
@@ -102,7 +102,7 @@ def test_a_failure_at_any_step_rolls_the_index_back(session: HudiSession, step: 
 def test_the_catch_up_times_out_on_a_writer_that_stays_pending(session: HudiSession) -> None:
     handle = trips(session)
     before = _state(handle.path)
-    with writer_held_at(handle.path, "inflight", dict(session.options)) as (_, release, errors):
+    with writer_held_at(handle.path, "inflight", session.write_options(handle.path)) as (_, release, errors):
         pending = HudiTable.open(handle.path).timeline.pending([Action.DELTACOMMIT])
         (writer,) = [i.timestamp for i in pending]
         indexes = _indexes(session, handle.path,
@@ -121,7 +121,7 @@ def test_the_catch_up_times_out_on_a_writer_that_stays_pending(session: HudiSess
 def test_the_catch_up_waits_for_a_live_writer_then_includes_it(session: HudiSession) -> None:
     handle = trips(session)
     waiting = threading.Event()
-    with writer_held_at(handle.path, "inflight", dict(session.options)) as (_, release, errors):
+    with writer_held_at(handle.path, "inflight", session.write_options(handle.path)) as (_, release, errors):
         def on_step(event: str, instant: str) -> None:
             if event == "waiting":
                 waiting.set()
@@ -155,13 +155,13 @@ def test_a_writer_whose_heartbeat_expired_is_not_waited_for(session: HudiSession
 
     with pytest.raises(Crash):
         WriteClient(HudiTable.open(handle.path), on_step=die,
-                    options=dict(session.options)).upsert([ROW])
+                    options=session.write_options(handle.path)).upsert([ROW])
     (dead,) = HudiTable.open(handle.path).timeline.pending([Action.DELTACOMMIT])
     indexes = _indexes(session, handle.path,
                        **{"hoodie.metadata.index.check.timeout.seconds": "0"})
     assert indexes.create("record_index", ["uuid"]) is not None
     assert_exact(handle.path)
     # The next writer rolls the dead one back; the index stays exact.
-    client = WriteClient(HudiTable.open(handle.path), options=dict(session.options))
+    client = WriteClient(HudiTable.open(handle.path), options=session.write_options(handle.path))
     client.rollback(dead.timestamp)
     assert_exact(handle.path)

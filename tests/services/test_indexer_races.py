@@ -92,7 +92,7 @@ def stepped(indexer: Indexer, actions: dict[str, Callable[[], None]]) -> Iterato
 
 
 def _indexer(session: HudiSession, path: str) -> Indexer:
-    return Indexer(path, dict(session.options), session.spark)
+    return Indexer(path, session.write_options(path), session.spark)
 
 
 def _covers(path: str, instant: str, partition: str) -> bool:
@@ -106,7 +106,7 @@ def _covers(path: str, instant: str, partition: str) -> bool:
 def test_race_3a_writer_starts_after_the_plan_and_logs_to_the_new_partition(
         session: HudiSession) -> None:
     handle = trips(session)
-    options = dict(session.options)
+    options = session.write_options(handle.path)
     indexer = _indexer(session, handle.path)
     planned = indexer.schedule([PartitionRequest("record_index")])
     assert planned is not None
@@ -122,7 +122,7 @@ def test_race_3a_writer_starts_after_the_plan_and_logs_to_the_new_partition(
 
 def test_race_3b_writer_commits_just_after_the_index_completed(session: HudiSession) -> None:
     handle = trips(session)
-    options = dict(session.options)
+    options = session.write_options(handle.path)
     indexer = _indexer(session, handle.path)
     writers: list[HeldWriter] = []
 
@@ -144,7 +144,7 @@ def test_race_3b_writer_commits_just_after_the_index_completed(session: HudiSess
 def test_race_3c_writer_commits_while_file_groups_are_initialized(
         session: HudiSession) -> None:
     handle = trips(session)
-    options = dict(session.options)
+    options = session.write_options(handle.path)
     session.sql("CREATE INDEX record_index ON trips (uuid)")  # a metadata table exists
     writer = HeldWriter(handle.path, options, [_row(3, "r1")]).start()
     indexer = _indexer(session, handle.path)
@@ -182,7 +182,7 @@ class _FailAfterMetadata:
 
 def test_error_1_a_writer_fails_while_the_indexer_is_inflight(session: HudiSession) -> None:
     handle = trips(session)
-    options = dict(session.options)
+    options = session.write_options(handle.path)
     indexer = _indexer(session, handle.path)
     failed: list[BaseException] = []
 
@@ -210,7 +210,7 @@ def test_error_1_a_writer_fails_while_the_indexer_is_inflight(session: HudiSessi
 
 def test_error_2_the_indexer_fails_while_a_writer_is_inflight(session: HudiSession) -> None:
     handle = trips(session)
-    options = dict(session.options)
+    options = session.write_options(handle.path)
     indexer = _indexer(session, handle.path)
     planned = indexer.schedule([PartitionRequest("record_index")])
     assert planned is not None
