@@ -102,7 +102,8 @@ def test_a_failure_at_any_step_rolls_the_index_back(session: HudiSession, step: 
 def test_the_catch_up_times_out_on_a_writer_that_stays_pending(session: HudiSession) -> None:
     handle = trips(session)
     before = _state(handle.path)
-    with writer_held_at(handle.path, "inflight", session.write_options(handle.path)) as (_, release, errors):
+    options = session.write_options(handle.path)
+    with writer_held_at(handle.path, "inflight", options) as (_, release, errors):
         pending = HudiTable.open(handle.path).timeline.pending([Action.DELTACOMMIT])
         (writer,) = [i.timestamp for i in pending]
         indexes = _indexes(session, handle.path,
@@ -121,7 +122,8 @@ def test_the_catch_up_times_out_on_a_writer_that_stays_pending(session: HudiSess
 def test_the_catch_up_waits_for_a_live_writer_then_includes_it(session: HudiSession) -> None:
     handle = trips(session)
     waiting = threading.Event()
-    with writer_held_at(handle.path, "inflight", session.write_options(handle.path)) as (_, release, errors):
+    options = session.write_options(handle.path)
+    with writer_held_at(handle.path, "inflight", options) as (_, release, errors):
         def on_step(event: str, instant: str) -> None:
             if event == "waiting":
                 waiting.set()
