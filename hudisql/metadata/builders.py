@@ -218,13 +218,16 @@ def committed_files(
 # ------------------------------------------------------------------------- per partition
 
 
-def files_records(files: Sequence[DataFile]) -> list[Record]:
-    """The files partition: one record per data partition and ``__all_partitions__``."""
+def files_records(files: Sequence[DataFile], partitions: Iterable[str] = ()) -> list[Record]:
+    """The files partition: one record per data partition with files, and
+    ``__all_partitions__`` listing those and ``partitions`` (data partitions that exist but
+    hold no committed file any more, e.g. after a clean of replaced file groups: Hudi lists a
+    partition until it is dropped)."""
     by_partition: dict[str, dict[str, int]] = {}
     for f in files:
         by_partition.setdefault(f.partition_path, {})[f.name] = f.size
     records = [files_record(p, added) for p, added in sorted(by_partition.items())]
-    records.append(all_partitions_record(sorted(by_partition)))
+    records.append(all_partitions_record(sorted(set(by_partition) | set(partitions))))
     return records
 
 
@@ -347,7 +350,8 @@ def build_partition_records(
     spec = index_spec(table, partition, definitions)
     kind = spec.kind
     if kind == MetadataPartitionType.FILES:
-        return files_records(committed_files(table, as_of=as_of))
+        view = FileSystemView(table.storage, table.properties, table.timeline, as_of)
+        return files_records(committed_files(table, as_of=as_of), view.partitions())
     if kind == MetadataPartitionType.COLUMN_STATS:
         return column_stats_records(table, committed_files(table, as_of=as_of),
                                     spec.source_fields)

@@ -155,7 +155,7 @@ def _unit_rows(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDef
         return secondary_index_slice_rows(table, unit.file_slice, spec.source_fields[0])
     files = committed_files(table, [unit.data_partition])
     if kind == MetadataPartitionType.FILES:
-        records = files_records(files) if files else []
+        records = files_records(files, [unit.data_partition])
     elif kind == MetadataPartitionType.PARTITION_STATS:
         records = partition_stats_records(table, files, spec.source_fields)
     else:

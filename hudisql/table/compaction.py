@@ -25,6 +25,8 @@ import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from hudisql.errors import TableServiceError
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.filenames import BaseFileName, LogFileName
@@ -35,6 +37,7 @@ from hudisql.table.log.reader import scan_log_file
 from hudisql.table.merge import read_file_slice
 from hudisql.table.properties import TableProperties
 from hudisql.table.reconcile import Verdict, judge_log_blocks
+from hudisql.table.schema import avro_to_arrow
 from hudisql.table.service_plans import CompactionOperation, CompactionPlan, compaction_plan
 from hudisql.table.storage import Storage
 from hudisql.table.timeline import Timeline
@@ -190,6 +193,11 @@ def execute_slice(
     """
     file_slice = planned_slice(storage, operation)
     rows = read_file_slice(storage, props, timeline, file_slice, as_of=instant_time)
+    # Columns added since the slice was written (ALTER TABLE ADD COLUMNS, schema evolution on
+    # write) are null in its rows: the new base file has the table's schema.
+    for field in avro_to_arrow(avro_schema):
+        if field.name not in rows.column_names:
+            rows = rows.append_column(field, pa.nulls(rows.num_rows, field.type))
     stat = write_base_file(
         storage, operation.partition_path, operation.file_id, instant_time, write_token,
         rows, avro_schema, prev_commit=operation.base_instant_time,
