@@ -124,7 +124,8 @@ def check_concurrency(cells: list[nbformat.NotebookNode]) -> None:
     assert "metadata table differences: 0\n" in text
     assert "status of order 3: delivered\n" in text
     assert "indexing instants: [('data', 'completed')]\n" in text
-    validated = next(outputs(c) for c in cells if "%%hudisql\nCALL validate_metadata_table" in c.source)
+    validated = next(outputs(c) for c in cells
+                     if c.source.startswith("%%hudisql\nCALL validate_metadata_table"))
     assert "0 rows" in validated
 
 
