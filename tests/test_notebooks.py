@@ -71,9 +71,37 @@ def check_quickstart(cells: list[nbformat.NotebookNode]) -> None:
     assert "instants drawn: 4\n" in text and "<image/png>" in text
     assert "timeline.html names 4 of 4 instants\n" in text  # written by `hudisql timeline`
     assert "4 rows" in next(outputs(c) for c in cells if "SHOW TIMELINE" in c.source)
+    # CREATE INDEX: a record index and a secondary index, built, and the metadata table exact.
+    indexes = next(outputs(c) for c in cells if "CREATE INDEX" in c.source)
+    assert "2 rows · 3 statements" in indexes
+    assert "indexes: [('record_index', 'built'), ('secondary_index_idx_rider', 'built')]\n" in text
+    assert ("data partitions in the files index: "
+            "['city=chennai', 'city=san_francisco', 'city=sao_paulo']\n") in text
+    # RUN LOG COMPACTION: one completed, fewer log blocks, the same rows.
+    run = next(outputs(c) for c in cells if "RUN LOG COMPACTION" in c.source)
+    shown = next(outputs(c) for c in cells if "SHOW LOG COMPACTION" in c.source)
+    assert "COMPLETED" in run and "1 row" in run and "COMPLETED" in shown
+    blocks = re.search(r"valid log blocks: (\d+) before, (\d+) after log compaction\n", text)
+    assert blocks is not None and int(blocks.group(2)) < int(blocks.group(1))
+    assert "same rows after log compaction: True\n" in text
+    # RUN COMPACTION: no log blocks left, the same rows; then a rolled-back write.
+    assert "COMPLETED" in next(outputs(c) for c in cells if "RUN COMPACTION" in c.source)
+    assert "valid log blocks after compaction: 0\n" in text
+    assert "same rows after compaction: True\n" in text
+    assert "same rows after the rollback: True\n" in text
+    assert text.count("metadata table differences: 0\n") == 2
+    # The timeline picture of all of it, inline and from the shell (PNG and HTML).
+    assert ("actions drawn: ['compaction', 'deltacommit', 'indexing', 'logcompaction', "
+            "'rollback']\n") in text and "rolled back: 1\n" in text
+    assert "timeline.png is a PNG: True\n" in text
+    drawn = re.findall(r"timeline\.html names (\d+) of (\d+) instants\n", text)
+    assert len(drawn) == 2 and drawn[1][0] == drawn[1][1] and int(drawn[1][1]) > 4
+    assert ("actions in timeline.html: ['compaction', 'deltacommit', 'indexing', "
+            "'logcompaction', 'rollback']\n") in text
+    # TIMESTAMP AS OF and hudi_table_changes.
     assert "rows as of the first commit: 6\n" in text
     assert "fare of t1 as of the first commit: 19.1\n" in text
-    assert "trips changed since the first commit: 1\n" in text
+    assert "trips changed since the first commit: 2\n" in text
 
 
 def check_concurrency(cells: list[nbformat.NotebookNode]) -> None:
@@ -90,6 +118,15 @@ def check_concurrency(cells: list[nbformat.NotebookNode]) -> None:
     rolled = re.search(r"rolled back: \[(.*)\]", text)
     assert rolled is not None and len(rolled.group(1).split(",")) == 2
     assert "<image/png>" in text
+    # An index build with a write committed between its schedule and its execution.
+    assert "while building: [('record_index', 'building')]\n" in text
+    assert "after the build: [('record_index', 'built')]\n" in text
+    assert "metadata table differences: 0\n" in text
+    assert "status of order 3: delivered\n" in text
+    assert "indexing instants: [('data', 'completed')]\n" in text
+    validated = next(outputs(c) for c in cells
+                     if c.source.startswith("%%hudisql\nCALL validate_metadata_table"))
+    assert "0 rows" in validated
 
 
 def check_catalog(cells: list[nbformat.NotebookNode]) -> None:
