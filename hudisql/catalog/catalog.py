@@ -28,7 +28,7 @@ from hudisql.catalog.entry import (
     TableName,
     TimelineSummary,
 )
-from hudisql.catalog.external import read_table_state, timeline_summary
+from hudisql.catalog.external import TableState, read_table_state, timeline_summary
 from hudisql.catalog.legacy_names import NameFix
 from hudisql.catalog.lock import CATALOG_URL_OPTION, CatalogLockProvider
 from hudisql.catalog.poller import NotificationPoller
@@ -479,15 +479,21 @@ class SqlCatalog(Catalog):
         set_properties: Mapping[str, str] | None = None, unset_properties: Sequence[str] = (),
         timeline: TimelineSummary | None = None,
     ) -> TableEntry:
-        """Commit ``write`` with the new metadata; the timeline summary is read from the
-        table's files when not given. The new entry is cached at once (read your writes).
+        """Commit ``write`` with the new metadata; the timeline summary and the schema are
+        read from the table's files when not given (a write may have evolved the schema:
+        ``hoodie.schema.on.write.evolution.enable``, a MERGE with new columns), so the next
+        statement of any session sees the table's columns as they are. The new entry is
+        cached at once (read your writes).
 
         Raises:
             TableNotFoundError: the table was dropped meanwhile.
             CatalogError: the write id is not open.
         """
-        if timeline is None:
-            timeline = _timeline_at(write.location)
+        if timeline is None or schema is None:
+            state = _state_at(write.location)
+            if state is not None:
+                timeline = timeline if timeline is not None else state.timeline
+                schema = schema if schema is not None else state.schema
         entry = self.store.commit_write(
             write, schema=schema, set_properties=set_properties,
             unset_properties=unset_properties, timeline=timeline)
@@ -541,11 +547,11 @@ def _make_parent(path: str, uri: str) -> None:
             "'warehouse' at a writable directory") from None
 
 
-def _timeline_at(location: str) -> TimelineSummary | None:
-    storage = Storage(location)
-    if not storage.is_file(".hoodie/hoodie.properties"):
+def _state_at(location: str) -> TableState | None:
+    """What the table's files say (schema, timeline summary), or None before it exists."""
+    if not Storage(location).is_file(".hoodie/hoodie.properties"):
         return None
-    return timeline_summary(storage, TableProperties.load(storage))
+    return read_table_state(location)
 
 
 def _path_part(name: str) -> str:
