@@ -2,8 +2,9 @@
 
 Local Spark, the SQLite catalog and a local warehouse (``./demo-warehouse``): create a
 Merge-on-Read table in SQL, insert, update and delete rows through Spark write jobs, read
-the table back through Spark and in pure Python, travel back in time, and show the
-timeline. Run it with ``./dev demo``, ``hudisql demo`` or ``python -m hudisql.demo``.
+the table back through Spark and in pure Python, travel back in time, create indexes
+(RFC-45), log-compact the table's log blocks (RFC-48), and show the timeline. Run it with
+``./dev demo``, ``hudisql demo`` or ``python -m hudisql.demo``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hudisql.session import HudiSession
 
 TABLE = "trips"
 
@@ -86,6 +91,23 @@ def run(warehouse: str) -> None:
             print(f"{old.num_rows} rows then, {rows.num_rows} now; rider-D's fare then: "
                   f"{_fare(old, 'rider-D')}, now: {_fare(rows, 'rider-D')}")
 
+        _step(f"CREATE INDEX on {TABLE}: a record index on the key, a secondary index on rider")
+        session.sql_script(f"CREATE INDEX record_index ON {TABLE} (uuid);\n"
+                           f"CREATE INDEX idx_rider ON {TABLE} (rider);")
+        session.sql(f"SHOW INDEXES FROM {TABLE}").show(truncate=False)
+        differences = session.sql(f"CALL validate_metadata_table(table => '{TABLE}')").count()
+        print(f"the metadata table matches the data table: {differences} differences")
+
+        _step(f"RUN LOG COMPACTION ON {TABLE}: four more updates add log blocks, then "
+              "log compaction stitches them into one")
+        for n in range(4):
+            session.sql(f"UPDATE {TABLE} SET fare = {40 + n}.5 "
+                        "WHERE uuid IN ('334e26e9', 'e96c4396')")
+        blocks, before = _valid_blocks(session), _rows(session)
+        session.sql(f"RUN LOG COMPACTION ON {TABLE}").show(truncate=False)
+        print(f"valid log blocks: {blocks} before, {_valid_blocks(session)} after; "
+              f"the same rows: {_rows(session) == before}")
+
         _step(f"SHOW TIMELINE {TABLE}")
         session.sql(f"SHOW TIMELINE {TABLE}").select(
             "instant_time", "action", "state", "operation", "records_written",
@@ -94,6 +116,16 @@ def run(warehouse: str) -> None:
         print(f"done in {time.monotonic() - started:.1f} s; the table is at {path}")
     finally:
         session.stop()
+
+
+def _valid_blocks(session: HudiSession) -> int:
+    """The table's log blocks that readers merge."""
+    blocks = session.sql(f"CALL show_log_blocks(table => '{TABLE}')")
+    return int(blocks.where("verdict = 'valid'").count())
+
+
+def _rows(session: HudiSession) -> list[tuple[object, ...]]:
+    return sorted(tuple(r) for r in session.sql(f"SELECT uuid, fare FROM {TABLE}").collect())
 
 
 def _hudi_reader_rows(path: str) -> int | None:
