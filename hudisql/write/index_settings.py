@@ -35,6 +35,7 @@ __all__ = [
     "BUCKET_HASH_FIELD",
     "BUCKET_NUM",
     "DEFAULT_NUM_BUCKETS",
+    "INDEX_PROPERTIES",
     "INDEX_TYPE",
     "INDEX_TYPES",
     "RECORD_INDEX",
@@ -49,6 +50,8 @@ BUCKET_NUM = "hoodie.bucket.index.num.buckets"
 #: The record key fields the bucket hash covers (default: all of them).
 BUCKET_HASH_FIELD = "hoodie.bucket.index.hash.field"
 DEFAULT_NUM_BUCKETS = 256
+#: The keys a new table keeps in its hoodie.properties when a creating write gives them.
+INDEX_PROPERTIES = (INDEX_TYPE, BUCKET_NUM, BUCKET_HASH_FIELD)
 
 SIMPLE = "SIMPLE"
 BLOOM = "BLOOM"
