@@ -23,8 +23,6 @@ import argparse
 import shutil
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pyspark.sql import functions as F
 
 import hudisql
-from benchmarks.bench_write_read import SCHEMA, _records
+from benchmarks.bench_write_read import SCHEMA, _records, _timed
 from hudisql.metadata.builders import build_partition_records, file_group_count
 from hudisql.metadata.config import set_partition_state
 from hudisql.metadata.partitions import partition_spec
@@ -43,12 +41,6 @@ from hudisql.table.write_slices import check_writable
 from hudisql.write.index_settings import BUCKET, BUCKET_NUM, INDEX_TYPE, INDEX_TYPES, IndexSettings
 from hudisql.write.staging import stage_in_jvm
 from hudisql.write.tagging import FILE_ID, TagContext, tag_records
-
-
-def _timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 def build_bloom_filters(path: str) -> None:
