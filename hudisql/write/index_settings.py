@@ -73,9 +73,11 @@ class IndexSettings:
     hash_fields: tuple[str, ...] = ()
 
     @classmethod
-    def resolve(cls, options: Mapping[str, str], table: HudiTable) -> IndexSettings:
+    def resolve(cls, options: Mapping[str, str], table: HudiTable, *,
+                lookup: bool = True) -> IndexSettings:
         """The settings of a write to ``table`` with ``options`` (options win over the
-        table's properties, except that a bucketed table's layout is fixed).
+        table's properties, except that a bucketed table's layout is fixed); ``lookup``:
+        the write looks keys up (bulk inserts and overwrites do not).
 
         Raises:
             WriteError: an unknown index type, a bucket count or hash field that differs
@@ -96,7 +98,8 @@ class IndexSettings:
                 "(TBLPROPERTIES, create_table options or the first df.write), or write with "
                 f"another {INDEX_TYPE} ({', '.join(t for t in INDEX_TYPES if t != BUCKET)})")
         chosen = given or stored or SIMPLE
-        if chosen == RECORD_INDEX and _RECORD_INDEX_PARTITION not in props.metadata_partitions:
+        if (lookup and chosen == RECORD_INDEX
+                and _RECORD_INDEX_PARTITION not in props.metadata_partitions):
             building = _RECORD_INDEX_PARTITION in props.metadata_partitions_inflight
             raise WriteError(
                 f"{where} has no {'completed ' if building else ''}record index "

@@ -401,7 +401,8 @@ class SparkWriter:
                                        arrow_schema=avro_to_arrow(evolved))
         _check_columns(df, spec, op)
         sizing = SmallFileSettings.parse(self.options, spec.name)  # refused before any instant
-        self._index = IndexSettings.resolve(self.options, table)  # so is a bad index type
+        self._index = IndexSettings.resolve(  # so is a bad index type
+            self.options, table, lookup=op != "bulk_insert" and op not in OVERWRITES)
         if expressions is not None and (op != "upsert" or not spec.is_mor):
             raise WriteError(f"table {spec.name}: expression writes are upserts to "
                              f"merge-on-read tables; this is {op} to a "

@@ -24,13 +24,21 @@ import pytest
 from hudisql.errors import CommitConflictError, WriteError
 from hudisql.metadata.builders import build_partition_records, file_group_count
 from hudisql.metadata.config import set_partition_state
-from hudisql.metadata.partitions import partition_spec
+from hudisql.metadata.partitions import java_string_hash, partition_spec
 from hudisql.metadata.table import MetadataTable
 from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table.table import HudiTable
 from hudisql.table.write_create import create_table
-from hudisql.write.index_settings import BUCKET_HASH_FIELD, BUCKET_NUM, INDEX_TYPE
+from hudisql.table.write_records import RECORD_KEY
+from hudisql.write.index_settings import (
+    BUCKET,
+    BUCKET_HASH_FIELD,
+    BUCKET_NUM,
+    INDEX_TYPE,
+    IndexSettings,
+)
 from hudisql.write.pipeline import FAULT_AFTER_FILES
+from hudisql.write.tagging import bucket_id
 from tests.write.conftest import TRIP_SCHEMA
 from tests.write.trips import check
 
@@ -274,7 +282,7 @@ def test_index_type_from_table_properties(hudi_session: HudiSession, tmp_path: P
     rows = hudi_session.spark.createDataFrame(_base(6), TRIP_SCHEMA_DDL)
     with pytest.raises(WriteError, match="has no record index"):
         handle.insert(rows)
-    handle.insert(rows, **{INDEX_TYPE: "SIMPLE"})
+    handle.bulk_insert(rows)  # looks no key up: needs no record index
     _build(str(path), ("files", "record_index"))
     handle.update({"fare": "fare + 1"}, "uuid = 'k001'")
     handle.delete("uuid = 'k002'")
@@ -285,3 +293,31 @@ def test_index_type_from_table_properties(hudi_session: HudiSession, tmp_path: P
     expected = {r[0]: r[3] for r in _base(6)} | {"k001": 2.0, "k003": 9.0, "m1": 8.0}
     del expected["k002"]
     assert {r["uuid"]: r["fare"] for r in handle.read().collect()} == expected
+
+
+def _hudi_bucket(key: str, fields: list[str], buckets: int) -> int:
+    """Hudi's ``BucketIdentifier.getBucketId``: the hash values' ``List.hashCode``."""
+    if "," in key and ":" in key:
+        values: list[str | None] = []
+        for pair in key.split(","):
+            name, _, value = pair.partition(":")
+            if name in fields:
+                values.append(None if value == "__null__" else "" if value == "__empty__"
+                              else value)
+    else:
+        values = [key]
+    h = 1
+    for value in values:
+        h = (31 * h + (0 if value is None else java_string_hash(value))) & 0xFFFFFFFF
+    return (h & 0x7FFFFFFF) % buckets
+
+
+@pytest.mark.parametrize("fields", [["a", "b"], ["b"]])
+def test_bucket_ids_are_hudis(hudi_session: HudiSession, fields: list[str]) -> None:
+    keys = ["abc", "k001", "z\u00e9\U0001f600", "a:1,b:x", "a:1,b:y", "b:__null__,a:2",
+            "a:__empty__,b:q", "a:1", "plain,comma"]
+    settings = IndexSettings(BUCKET, 7, tuple(fields))
+    df = hudi_session.spark.createDataFrame([(k,) for k in keys], f"{RECORD_KEY} string")
+    got = {r[0]: r[1] for r in df.select(RECORD_KEY, bucket_id(settings)).collect()}
+    assert got == {k: _hudi_bucket(k, fields, 7) for k in keys}
+    assert got["abc"] == (31 + 96354) % 7  # Java: List.of("abc").hashCode() == 96385
