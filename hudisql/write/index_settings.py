@@ -106,7 +106,8 @@ class IndexSettings:
                 f"({INDEX_TYPE}=RECORD_INDEX looks keys up in it)"
                 + ("; it is still being built: wait for CREATE INDEX to finish"
                    if building else "; create it first: CREATE INDEX record_index ON "
-                   f"{table.name} (<record key fields>), or write with {INDEX_TYPE}=SIMPLE"))
+                   f"{table.name} ({', '.join(props.record_key_fields)}), or write with "
+                   f"{INDEX_TYPE}=SIMPLE"))
         return cls(chosen)
 
     @classmethod
