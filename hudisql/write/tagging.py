@@ -56,7 +56,8 @@ from hudisql.table.write_records import PARTITION_PATH, RECORD_KEY
 from hudisql.write.index_settings import BLOOM, BUCKET, RECORD_INDEX, IndexSettings
 
 __all__ = ["FILE_ID", "KEYS_SCHEMA", "META_FIELDS", "TagContext", "Tagged", "bucket_file_id",
-           "bucket_id", "existing_keys", "overwrite_buckets", "tag_records"]
+           "bucket_id", "existing_keys", "keys_in_base_file", "overwrite_buckets",
+           "tag_records"]
 
 #: The staged column tagging adds: the file group of the record's stored key, or null.
 FILE_ID = "_hudisql_file_id"
@@ -291,7 +292,7 @@ def _check_files(path: str, plain: list[FileSlice], use_mdt: bool) -> Any:
             index, n = item["values"].as_py(), item["counts"].as_py()
             keys = data.column(RECORD_KEY).slice(start, n)
             start += n
-            found = _keys_in_file(table, plain[index], keys, blooms)
+            found = keys_in_base_file(table, plain[index], keys, blooms)
             if len(found):
                 s = plain[index]
                 yield pa.RecordBatch.from_arrays([
@@ -314,7 +315,7 @@ def _metadata_blooms(table: HudiTable, slices: list[FileSlice]) -> dict[str, Blo
     return out
 
 
-def _keys_in_file(table: HudiTable, file_slice: FileSlice, keys: pa.ChunkedArray,
+def keys_in_base_file(table: HudiTable, file_slice: FileSlice, keys: pa.ChunkedArray,
                   blooms: dict[str, BloomFilter]) -> pa.Array:
     """The ``keys`` the slice's base file holds: bloom filter first, then its key column."""
     base = file_slice.base_file

@@ -19,9 +19,13 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import hudi
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from hudisql.errors import CommitConflictError, WriteError
+from hudisql.metadata.bloom import BloomFilter
 from hudisql.metadata.builders import build_partition_records, file_group_count
 from hudisql.metadata.config import set_partition_state
 from hudisql.metadata.partitions import java_string_hash, partition_spec
@@ -38,7 +42,8 @@ from hudisql.write.index_settings import (
     IndexSettings,
 )
 from hudisql.write.pipeline import FAULT_AFTER_FILES
-from hudisql.write.tagging import bucket_id
+from hudisql.write.tagging import FOOTER_BLOOM, FOOTER_BLOOM_TYPE, keys_in_base_file, bucket_id
+from tests.fixtures import copy_table, table_path
 from tests.write.conftest import TRIP_SCHEMA
 from tests.write.trips import check
 
@@ -321,3 +326,43 @@ def test_bucket_ids_are_hudis(hudi_session: HudiSession, fields: list[str]) -> N
     got = {r[0]: r[1] for r in df.select(RECORD_KEY, bucket_id(settings)).collect()}
     assert got == {k: _hudi_bucket(k, fields, 7) for k in keys}
     assert got["abc"] == (31 + 96354) % 7  # Java: List.of("abc").hashCode() == 96385
+
+
+def test_bloom_on_hudi_written_files_gives_simple_rows(hudi_session: HudiSession,
+                                                       tmp_path: Path) -> None:
+    """Apache Hudi's base files carry bloom filters and key ranges in their footers: BLOOM
+    tags through them (slices with logs read in full) and writes SIMPLE's rows."""
+    rows: dict[str, list[Row]] = {}
+    for index_type in ("SIMPLE", "BLOOM"):
+        handle = hudi_session.table_at(str(copy_table("v6_trips_8i1u", tmp_path / index_type)))
+        stored = handle.read().select("ts", "uuid", "rider", "driver", "fare", "city")
+        picked = stored.orderBy("uuid").limit(3).collect()
+        changes = [(r.ts + 1, r.uuid, r.rider, r.driver, r.fare + 1.0, r.city) for r in picked]
+        changes.append((1, "new-uuid", "rider-N", "driver-N", 1.0, picked[0].city))
+        df = hudi_session.spark.createDataFrame(changes, stored.schema)
+        handle.upsert(df, **{INDEX_TYPE: index_type})
+        rows[index_type] = sorted(tuple(r) for r in handle.read().select(
+            "ts", "uuid", "rider", "driver", "fare", "city").collect())
+        theirs = pa.Table.from_batches(hudi.HudiTable(handle.path).read()).select(
+            ["ts", "uuid", "rider", "driver", "fare", "city"]).to_pylist()
+        assert sorted(tuple(r.values()) for r in theirs) == rows[index_type]
+    assert rows["BLOOM"] == rows["SIMPLE"]
+
+
+def test_footer_bloom_filter_admits_stored_keys_only() -> None:
+    """A Hudi-written base file's footer bloom filter holds its keys; a base file's keys
+    are found exactly (the filter's false positives are dropped by the key read)."""
+    table = HudiTable.open(str(table_path("v6_trips_8i1u")))
+    file_slice = next(s for s in table.file_slices() if s.base_file is not None)
+    assert file_slice.base_file is not None
+    keys = pq.read_table(table.storage.open_input_file(file_slice.base_file.path),
+                         columns=[RECORD_KEY]).column(RECORD_KEY).to_pylist()
+    absent = [f"absent-{i}" for i in range(200)]
+    meta = pq.read_metadata(table.storage.open_input_file(file_slice.base_file.path)).metadata
+    bloom = BloomFilter.deserialize(meta[FOOTER_BLOOM.encode()],
+                                    meta[FOOTER_BLOOM_TYPE.encode()].decode())
+    assert bloom.might_contain_many(keys).all()
+    assert bloom.might_contain_many(absent).sum() <= 1
+    found = keys_in_base_file(table, file_slice, pa.chunked_array([pa.array(absent + keys[:2])]),
+                          {})
+    assert sorted(found.to_pylist()) == sorted(keys[:2])
