@@ -316,7 +316,7 @@ def _metadata_blooms(table: HudiTable, slices: list[FileSlice]) -> dict[str, Blo
 
 
 def keys_in_base_file(table: HudiTable, file_slice: FileSlice, keys: pa.ChunkedArray,
-                  blooms: dict[str, BloomFilter]) -> pa.Array:
+                      blooms: dict[str, BloomFilter]) -> pa.Array:
     """The ``keys`` the slice's base file holds: bloom filter first, then its key column."""
     base = file_slice.base_file
     assert base is not None

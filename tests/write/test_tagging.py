@@ -42,7 +42,7 @@ from hudisql.write.index_settings import (
     IndexSettings,
 )
 from hudisql.write.pipeline import FAULT_AFTER_FILES
-from hudisql.write.tagging import FOOTER_BLOOM, FOOTER_BLOOM_TYPE, keys_in_base_file, bucket_id
+from hudisql.write.tagging import FOOTER_BLOOM, FOOTER_BLOOM_TYPE, bucket_id, keys_in_base_file
 from tests.fixtures import copy_table, table_path
 from tests.write.conftest import TRIP_SCHEMA
 from tests.write.trips import check
