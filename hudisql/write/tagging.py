@@ -99,16 +99,15 @@ class TagContext:
 class Tagged:
     """Tagged records and the latest slices of the partitions they touch.
 
-    ``exact``: ``FILE_ID`` is set exactly for the stored keys (``BUCKET`` sets it for every
-    record whose bucket has a file group); ``stored`` then gives the records whose key is
-    stored (a lookup, for ``insert``'s duplicate check). ``place`` (``BUCKET``) gives every
-    other record its file group and says how many new groups it may use; without it the
-    writer places inserts itself (small files, new file groups).
+    ``FILE_ID`` is set exactly for the stored keys, unless ``stored`` is given: ``BUCKET``
+    sets it for every record whose bucket has a file group, and ``stored`` gives the
+    records whose key is stored (a lookup, for ``insert``'s duplicate check). ``place``
+    (``BUCKET``) gives every other record its file group and says how many new groups it
+    may use; without it the writer places inserts itself (small files, new file groups).
     """
 
     frame: DataFrame
     slices: dict[tuple[str, str], FileSlice]
-    exact: bool = True
     stored: Callable[[], DataFrame] | None = None
     place: Callable[[DataFrame], tuple[DataFrame, int]] | None = None
 
@@ -444,7 +443,7 @@ def _bucket(ctx: TagContext, settings: IndexSettings, staged: DataFrame, touched
             return frame.limit(0)
         return frame.join(existing_keys(ctx, slices), [PARTITION_PATH, RECORD_KEY], "left_semi")
 
-    return Tagged(frame, by_group, exact=False, stored=stored, place=place)
+    return Tagged(frame, by_group, stored=stored, place=place)
 
 
 def overwrite_buckets(staged: DataFrame, settings: IndexSettings) -> DataFrame:

@@ -158,6 +158,7 @@ def test_upsert_and_delete_give_simple_rows(hudi_session: HudiSession, tmp_path:
         assert len(buckets) == len(groups) and all(b < 4 for _, b in buckets)
 
 
+@pytest.mark.slow
 def test_task_retries_give_simple_rows(hudi_session: HudiSession, tmp_path: Path) -> None:
     """Each index type's upsert in a driver whose write tasks fail once (``local[2,4]``)."""
     handles = {t: _table(hudi_session, tmp_path, t, "MERGE_ON_READ", True) for t in TYPES}
