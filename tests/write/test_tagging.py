@@ -54,6 +54,7 @@ WAIT = 120.0  # a barrier never waits this long unless the other side failed
 TYPES = ["SIMPLE", "BLOOM", "RECORD_INDEX", "BUCKET"]
 CITIES = ("sf", "la", "ny")
 Row = tuple[Any, ...]
+TRIP_SCHEMA_DDL = "uuid string, ts long, rider string, fare double, city string"
 MARKED = ("uuid string, ts long, rider string, fare double, city string, "
           "_hoodie_is_deleted boolean")
 
@@ -104,9 +105,6 @@ def _table(session: HudiSession, tmp_path: Path, index_type: str, table_type: st
     elif index_type == "BLOOM" and partitioned:  # unpartitioned: ranges (footers) only
         _build(str(path), ("files", "bloom_filters"))
     return handle
-
-
-TRIP_SCHEMA_DDL = "uuid string, ts long, rider string, fare double, city string"
 
 
 def _build(path: str, partitions: tuple[str, ...]) -> None:
