@@ -365,3 +365,30 @@ def test_footer_bloom_filter_admits_stored_keys_only() -> None:
     found = keys_in_base_file(table, file_slice, pa.chunked_array([pa.array(absent + keys[:2])]),
                           {})
     assert sorted(found.to_pylist()) == sorted(keys[:2])
+
+
+def _one_group_per_bucket(handle: HudiTableHandle, buckets: int) -> None:
+    groups = [(s.partition_path, s.file_id) for s in handle.core().file_slices()]
+    assert len({(p, int(f[:8])) for p, f in groups}) == len(groups)
+    assert all(int(f[:8]) < buckets for _, f in groups)
+
+
+def test_bucketed_bulk_insert_and_overwrite_keep_buckets(hudi_session: HudiSession,
+                                                         tmp_path: Path) -> None:
+    """Bulk inserts and overwrites of a bucketed table write bucket file groups too, so the
+    next upsert finds every key in its bucket."""
+    path = tmp_path / "bucketed"
+    create_table(str(path), "trips", TRIP_SCHEMA, "uuid", "city", "ts", "COPY_ON_WRITE",
+                 {INDEX_TYPE: "BUCKET", BUCKET_NUM: "3"})
+    handle = hudi_session.table_at(str(path))
+    handle.bulk_insert(hudi_session.spark.createDataFrame(_base(), TRIP_SCHEMA_DDL))
+    _one_group_per_bucket(handle, 3)
+    sf = [(f"s{i}", 1, "over", float(i), "sf") for i in range(6)]
+    handle.insert_overwrite(hudi_session.spark.createDataFrame(sf, TRIP_SCHEMA_DDL))
+    _one_group_per_bucket(handle, 3)
+    expected = [r for r in _base() if r[4] != "sf"] + sf
+    upsert = [("s1", 2, "up", 9.0, "sf", False), ("k001", 2, "up", 9.0, "la", False),
+              ("s9", 1, "new", 1.0, "sf", False)]
+    _write(handle, hudi_session, upsert, "BUCKET")
+    _one_group_per_bucket(handle, 3)
+    check(handle, _apply(sorted(expected), upsert))
