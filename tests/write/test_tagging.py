@@ -125,6 +125,13 @@ def _write(handle: HudiTableHandle, session: HudiSession, rows: list[Row], index
     return handle.upsert(df, **{INDEX_TYPE: index_type, **options})
 
 
+def _one_group_per_bucket(handle: HudiTableHandle, buckets: int) -> None:
+    """Each partition's file groups are distinct buckets (ids start with the number)."""
+    groups = [(s.partition_path, s.file_id) for s in handle.core().file_slices()]
+    assert len({(p, int(f[:8])) for p, f in groups}) == len(groups)
+    assert all(int(f[:8]) < buckets for _, f in groups)
+
+
 def _snapshot(path: str) -> list[tuple[str, bytes]]:
     return sorted((str(p.relative_to(path)), p.read_bytes())
                   for p in Path(path).rglob("*") if p.is_file())
@@ -150,10 +157,8 @@ def test_upsert_and_delete_give_simple_rows(hudi_session: HudiSession, tmp_path:
                   **{INDEX_TYPE: index_type})
     expected = [r for r in expected if r[0] not in ("k003", "n002")]
     check(handle, expected)
-    if index_type == "BUCKET":  # each partition's file groups are its buckets (of 4)
-        groups = [(s.partition_path, s.file_id) for s in handle.core().file_slices()]
-        buckets = {(p, int(f[:8])) for p, f in groups}
-        assert len(buckets) == len(groups) and all(b < 4 for _, b in buckets)
+    if index_type == "BUCKET":
+        _one_group_per_bucket(handle, 4)
 
 
 @pytest.mark.slow
@@ -365,12 +370,6 @@ def test_footer_bloom_filter_admits_stored_keys_only() -> None:
     found = keys_in_base_file(table, file_slice, pa.chunked_array([pa.array(absent + keys[:2])]),
                           {})
     assert sorted(found.to_pylist()) == sorted(keys[:2])
-
-
-def _one_group_per_bucket(handle: HudiTableHandle, buckets: int) -> None:
-    groups = [(s.partition_path, s.file_id) for s in handle.core().file_slices()]
-    assert len({(p, int(f[:8])) for p, f in groups}) == len(groups)
-    assert all(int(f[:8]) < buckets for _, f in groups)
 
 
 def test_bucketed_bulk_insert_and_overwrite_keep_buckets(hudi_session: HudiSession,
