@@ -59,6 +59,7 @@ __all__ = [
     "Predicate",
     "SkippingResult",
     "SkippingStep",
+    "data_skipping",
     "parse_predicates",
     "skip_file_slices",
 ]
@@ -149,3 +150,16 @@ def _resolved(predicates: Sequence[Predicate], schema: pa.Schema) -> list[Predic
         if len(matches) == 1:
             out.append(Predicate(matches[0], p.op, p.values))
     return out
+
+
+def data_skipping(table: HudiTable, filter_text: str, as_of: str | None = None
+                  ) -> SkippingResult:
+    """What the indexes do for a filter on ``table``'s snapshot (latest, or ``as_of``):
+    every latest file slice, the ones kept, and each index's step
+    (``CALL show_data_skipping``, ``HudiTableHandle.data_skipping``).
+
+    Raises:
+        SqlParseError: ``filter_text`` is not a SQL predicate.
+    """
+    predicates = parse_predicates(filter_text)
+    return skip_file_slices(table, table.file_slices(as_of), predicates, as_of)

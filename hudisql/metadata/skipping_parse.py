@@ -43,6 +43,7 @@ _FLOAT_TYPES = {exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE}
 _TIMESTAMP_TYPES = {exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPTZ,
                     exp.DataType.Type.TIMESTAMPLTZ, exp.DataType.Type.TIMESTAMPNTZ}
 _EXAMPLE = "rider = 'rider-A' AND fare >= 10"
+_MISSING = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*\.(\w+)'>")
 
 
 class _NoValue:
@@ -73,7 +74,7 @@ def _parse(text: str) -> exp.Expression:
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
         line, column = first.get("line"), first.get("col")
-        why = first.get("description") or "it does not parse"
+        why = _readable(str(first.get("description") or "it does not parse"))
         raise SqlParseError(
             f"filter {text!r} is not a SQL predicate: {why} at line {line}, column {column}; "
             f"write it as a WHERE clause's condition, such as {_EXAMPLE}", line, column,
@@ -91,6 +92,14 @@ def _parse(text: str) -> exp.Expression:
     found = statements[0]
     assert isinstance(found, exp.Expression)
     return found
+
+
+def _readable(description: str) -> str:
+    """sqlglot's "Required keyword: 'expression' missing for <class '...LT'>" in words."""
+    found = _MISSING.search(description)
+    if found is None:
+        return description
+    return f"an operand of {found.group(2).upper()} is missing"
 
 
 def _conjuncts(node: exp.Expression, out: list[Predicate]) -> None:

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from hudisql.metadata.config import set_partition_state
-from hudisql.metadata.keys import column_stats_key
 from hudisql.metadata.skipping import parse_predicates, skip_file_slices
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.write_create import create_table
