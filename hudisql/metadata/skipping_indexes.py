@@ -81,6 +81,9 @@ class SkipContext:
     schema: pa.Schema
     reads: Callable[[str, list[str] | None, list[str] | None], dict[str, Record]]
     definitions: dict[str, IndexDefinition] = field(default_factory=dict)
+    #: Set by the record index when it located the wanted keys table-wide (nothing is
+    #: left for key-based indexes after it).
+    exact_keys: bool = False
 
     def dtype(self, column: str) -> pa.DataType | None:
         """The Arrow type of a data column (None when the table has no such column)."""
@@ -198,6 +201,7 @@ def record_index_step(ctx: SkipContext, slices: list[FileSlice],
     keys = _wanted_keys(ctx, predicates)
     if keys is None:
         return None
+    ctx.exact_keys = ctx.keys_fix_partition
     return _keep_located(ctx, slices, keys, _locations(ctx, keys))
 
 
@@ -242,6 +246,8 @@ def bloom_filter_step(ctx: SkipContext, slices: list[FileSlice],
     """``key = v`` / ``IN``: base-file-only slices whose key bloom filter holds none."""
     if BLOOM_FILTERS not in ctx.partitions:
         return None
+    if ctx.exact_keys:
+        return None  # the record index already named the only file groups with the keys
     keys = _wanted_keys(ctx, predicates)
     if keys is None:
         return None
