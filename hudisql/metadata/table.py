@@ -574,7 +574,7 @@ def _row_group_rows(rows: pa.Table) -> int:
     """Rows per row group so that a group holds about :data:`ROW_GROUP_BYTES`."""
     if not rows.num_rows:
         return 1
-    per_row = max(1, rows.nbytes // rows.num_rows)
+    per_row = max(1, int(rows.nbytes) // rows.num_rows)
     return max(1, min(rows.num_rows, ROW_GROUP_BYTES // per_row))
 
 
