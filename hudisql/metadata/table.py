@@ -572,10 +572,11 @@ ROW_GROUP_BYTES = 1 << 20
 
 def _row_group_rows(rows: pa.Table) -> int:
     """Rows per row group so that a group holds about :data:`ROW_GROUP_BYTES`."""
-    if not rows.num_rows:
+    count = int(rows.num_rows)
+    if not count:
         return 1
-    per_row = max(1, int(rows.nbytes) // rows.num_rows)
-    return max(1, min(rows.num_rows, ROW_GROUP_BYTES // per_row))
+    per_row = max(1, int(rows.nbytes) // count)
+    return max(1, min(count, ROW_GROUP_BYTES // per_row))
 
 
 def _route(spec: PartitionSpec, items: Sequence[Any], count: int) -> dict[int, list[Any]]:
