@@ -699,13 +699,15 @@ class HudiTableHandle:
         """What the metadata table's indexes do for ``filter`` (SQL predicate text, e.g.
         ``"rider = 'rider-D' AND fare > 10"``): the table's latest file slices (as of
         ``as_of``), the ones kept, and each index's step (``CALL show_data_skipping``).
+        Zone-less timestamp literals are read in the session's time zone.
 
         Raises:
             SqlParseError: ``filter`` is not a SQL predicate.
         """
         from hudisql.metadata.skipping import data_skipping
 
-        return data_skipping(self.core(), filter, as_of)
+        zone = self.session.spark.conf.get("spark.sql.session.timeZone", None)
+        return data_skipping(self.core(), filter, as_of, time_zone=zone)
 
     def __repr__(self) -> str:
         return f"HudiTableHandle(name={self.name!r}, path={self.path!r})"

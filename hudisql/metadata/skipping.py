@@ -71,10 +71,14 @@ _log = logging.getLogger(__name__)
 
 
 def skip_file_slices(table: HudiTable, slices: Sequence[FileSlice],
-                     predicates: Sequence[Predicate], as_of: str | None = None
-                     ) -> SkippingResult:
+                     predicates: Sequence[Predicate], as_of: str | None = None, *,
+                     time_zone: str | None = None) -> SkippingResult:
     """The slices of ``slices`` (one snapshot of ``table``, as of ``as_of``) that may hold
     rows matching every predicate, by the table's completed metadata-table partitions.
+
+    ``time_zone`` is the session's (``spark.sql.session.timeZone``; hudisql sessions use
+    UTC): zone-less timestamp literals against zoned timestamp columns are read in it.
+    Without it they prune nothing.
 
     Slices keep their order. Each index that ran adds a :class:`SkippingStep`; an index
     that could not be read (a damaged metadata partition) prunes nothing and says why in
@@ -87,6 +91,7 @@ def skip_file_slices(table: HudiTable, slices: Sequence[FileSlice],
     context = _context(table, as_of)
     if context is None:
         return result
+    context.time_zone = time_zone
     usable = _resolved(predicates, context.schema)
     if not usable:
         return result
@@ -152,8 +157,8 @@ def _resolved(predicates: Sequence[Predicate], schema: pa.Schema) -> list[Predic
     return out
 
 
-def data_skipping(table: HudiTable, filter_text: str, as_of: str | None = None
-                  ) -> SkippingResult:
+def data_skipping(table: HudiTable, filter_text: str, as_of: str | None = None, *,
+                  time_zone: str | None = None) -> SkippingResult:
     """What the indexes do for a filter on ``table``'s snapshot (latest, or ``as_of``):
     every latest file slice, the ones kept, and each index's step
     (``CALL show_data_skipping``, ``HudiTableHandle.data_skipping``).
@@ -162,4 +167,5 @@ def data_skipping(table: HudiTable, filter_text: str, as_of: str | None = None
         SqlParseError: ``filter_text`` is not a SQL predicate.
     """
     predicates = parse_predicates(filter_text)
-    return skip_file_slices(table, table.file_slices(as_of), predicates, as_of)
+    return skip_file_slices(table, table.file_slices(as_of), predicates, as_of,
+                            time_zone=time_zone)

@@ -84,6 +84,8 @@ class SkipContext:
     #: Set by the record index when it located the wanted keys table-wide (nothing is
     #: left for key-based indexes after it).
     exact_keys: bool = False
+    #: The session's time zone (zone-less timestamp literals against zoned columns).
+    time_zone: str | None = None
 
     def dtype(self, column: str) -> pa.DataType | None:
         """The Arrow type of a data column (None when the table has no such column)."""
@@ -122,7 +124,7 @@ def _equal_values(ctx: SkipContext, predicates: Sequence[Predicate], column: str
         return None
     found: list[Any] | None = None
     for p in _on(predicates, column, ("=", "in")):
-        values = [column_value(v, dtype) for v in p.values]
+        values = [column_value(v, dtype, ctx.time_zone) for v in p.values]
         if any(v is INEXACT for v in values):
             continue
         found = values if found is None else [v for v in found if v in values]
@@ -275,7 +277,7 @@ def _stats_predicates(ctx: SkipContext, partition: str, predicates: Sequence[Pre
         dtype = ctx.dtype(p.column)
         if p.column not in columns or dtype is None:
             continue
-        usable = comparable(p, dtype)
+        usable = comparable(p, dtype, ctx.time_zone)
         kind = value_kind(dtype)
         if usable is not None and kind is not None:
             out.append((usable, kind))

@@ -15,6 +15,7 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 
@@ -101,7 +102,7 @@ def _date_value(value: Any) -> Any:
     return INEXACT
 
 
-def _timestamp_value(value: Any, dtype: pa.TimestampType) -> Any:
+def _timestamp_value(value: Any, dtype: pa.TimestampType, time_zone: str | None) -> Any:
     if isinstance(value, str) and _TIMESTAMP.match(value):
         try:
             value = dt.datetime.fromisoformat(value)
@@ -110,14 +111,24 @@ def _timestamp_value(value: Any, dtype: pa.TimestampType) -> Any:
     if not isinstance(value, dt.datetime):
         return INEXACT
     zoned_column = dtype.tz is not None
+    if zoned_column and value.tzinfo is None and time_zone is not None:
+        # Spark reads a zone-less literal against a zoned column in the session's zone.
+        try:
+            value = value.replace(tzinfo=ZoneInfo(time_zone))
+        except (ZoneInfoNotFoundError, ValueError):
+            return INEXACT
     zoned_literal = value.tzinfo is not None
-    # A zone-less literal against a zoned column means the session's time zone; a zoned
-    # literal against a zone-less column a conversion to it: neither is decided here.
+    # Without the session's zone a zone-less literal against a zoned column is not
+    # decided here, nor a zoned literal against a zone-less column.
     return value if zoned_column == zoned_literal else INEXACT
 
 
-def column_value(value: Any, dtype: pa.DataType) -> Any:
-    """``value`` (a predicate literal) as a value of Arrow type ``dtype``, or :data:`INEXACT`."""
+def column_value(value: Any, dtype: pa.DataType, time_zone: str | None = None) -> Any:
+    """``value`` (a predicate literal) as a value of Arrow type ``dtype``, or :data:`INEXACT`.
+
+    ``time_zone``: the session's zone (an IANA name), in which a zone-less timestamp
+    literal against a zoned timestamp column is read, as Spark reads it.
+    """
     if value is None:
         return INEXACT
     kind = value_kind(dtype)
@@ -136,11 +147,12 @@ def column_value(value: Any, dtype: pa.DataType) -> Any:
         return _date_value(value)
     if kind == "timestamp":
         assert isinstance(dtype, pa.TimestampType)
-        return _timestamp_value(value, dtype)
+        return _timestamp_value(value, dtype, time_zone)
     return INEXACT
 
 
-def comparable(predicate: Predicate, dtype: pa.DataType) -> Predicate | None:
+def comparable(predicate: Predicate, dtype: pa.DataType, time_zone: str | None = None
+               ) -> Predicate | None:
     """``predicate`` with its literals in the stored form of ``dtype``'s statistics (kind
     :func:`value_kind`), or None when a literal has no exact value in the column's type."""
     kind = value_kind(dtype)
@@ -152,7 +164,7 @@ def comparable(predicate: Predicate, dtype: pa.DataType) -> Predicate | None:
         return None
     values = []
     for value in predicate.values:
-        converted = column_value(value, dtype)
+        converted = column_value(value, dtype, time_zone)
         if converted is INEXACT:
             return None
         values.append(stored_value(kind, converted))

@@ -162,7 +162,9 @@ def show_data_skipping(ctx: StatementContext, command: c.ShowDataSkipping) -> Da
         else:
             assert command.path is not None
             location = command.path
-        result = data_skipping(HudiTable.open(location), command.filter, command.as_of)
+        zone = ctx.spark.conf.get("spark.sql.session.timeZone", None)
+        result = data_skipping(HudiTable.open(location), command.filter, command.as_of,
+                               time_zone=zone)
     setting = ctx.session.options.get(ENABLE_DATA_SKIPPING, "true")
     return rows_frame(ctx.spark, data_skipping_rows(result, setting.strip().lower() != "false"),
                       DATA_SKIPPING_COLUMNS)

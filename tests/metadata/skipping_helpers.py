@@ -6,6 +6,7 @@ slices hold a row matching every predicate: the slices data skipping must keep.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,17 @@ def writer(table: HudiTable) -> WriteClient:
 
 
 def holds(row: dict[str, Any], p: Predicate) -> bool:
-    """Spark's answer for one row (NULL compares to nothing; names case-insensitive)."""
+    """Spark's answer for one row (NULL compares to nothing; names case-insensitive;
+    zone-less timestamps against zoned values in UTC, hudisql sessions' zone)."""
     value = {k.lower(): v for k, v in row.items()}.get(p.column.lower())
+    if isinstance(value, dt.date):  # Spark casts a string literal to the column's type
+        kind = type(value)
+        p = Predicate(p.column, p.op, tuple(
+            kind.fromisoformat(v) if isinstance(v, str) else v for v in p.values))
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        p = Predicate(p.column, p.op, tuple(
+            v.replace(tzinfo=dt.UTC) if isinstance(v, dt.datetime) and v.tzinfo is None
+            else v for v in p.values))
     if p.op == "is_null":
         return value is None
     if p.op == "is_not_null":
@@ -66,8 +76,8 @@ def matching_slices(table: HudiTable, slices: Sequence[FileSlice],
     return out
 
 
-def check_skipping(table: HudiTable, text: str, as_of: str | None = None
-                   ) -> tuple[SkippingResult, set[str]]:
+def check_skipping(table: HudiTable, text: str, as_of: str | None = None,
+                   time_zone: str | None = None) -> tuple[SkippingResult, set[str]]:
     """Skip with ``text`` and assert no slice holding a matching row was dropped.
 
     Returns:
@@ -76,7 +86,7 @@ def check_skipping(table: HudiTable, text: str, as_of: str | None = None
     table = table.reload()
     slices = table.file_slices(as_of)
     predicates = parse_predicates(text)
-    result = skip_file_slices(table, slices, predicates, as_of)
+    result = skip_file_slices(table, slices, predicates, as_of, time_zone=time_zone)
     must = matching_slices(table, slices, predicates, as_of)
     kept = {s.file_id for s in result.kept}
     assert must <= kept, f"{text}: dropped slices {must - kept} that hold matching rows"

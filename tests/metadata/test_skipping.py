@@ -8,8 +8,11 @@ changed through commits that keep the metadata table exact.
 
 from __future__ import annotations
 
+import datetime as dt
+from decimal import Decimal
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from hudisql.metadata.config import set_partition_state
@@ -270,3 +273,28 @@ def test_a_column_null_in_a_whole_file_then_given_values(tmp_path: Path, table_t
     client.upsert([row(0, ts=2, rider="vip")])
     result, must = check_skipping(client.table, "rider = 'vip'")
     assert len(must) == 1 and len(result.kept) == 1
+
+
+def test_timestamps_dates_and_decimals_compare_in_the_column_type(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.string()), ("ts", pa.int64()),
+                        ("at", pa.timestamp("us", "UTC")), ("local", pa.timestamp("us")),
+                        ("amount", pa.decimal128(10, 2))])
+    start = dt.datetime(2024, 1, 1)
+    table = create_table(tmp_path / "t", "events", schema, "id", (), "ts", "COPY_ON_WRITE")
+    WriteClient(table, max_records_per_file=5).insert([
+        {"id": f"e{i:02d}", "ts": 1, "at": (start + dt.timedelta(hours=i)).replace(
+            tzinfo=dt.UTC), "local": start + dt.timedelta(hours=i),
+         "amount": Decimal(i) / 4} for i in range(20)])
+    table = index_all(table.reload(), ("files", "column_stats"))
+    zoned = "at < TIMESTAMP '2024-01-01 03:00:00'"
+    # Zone-less against a zoned column: decided only with the session's time zone.
+    assert len(check_skipping(table, zoned)[0].kept) == 4
+    assert len(check_skipping(table, zoned, time_zone="UTC")[0].kept) == 1
+    assert len(check_skipping(table, zoned, time_zone="America/New_York")[0].kept) == 2
+    assert len(check_skipping(
+        table, "at >= TIMESTAMP '2024-01-01 15:00:00+00:00'")[0].kept) == 1
+    assert len(check_skipping(table, "local < TIMESTAMP_NTZ '2024-01-01 03:00:00'")[0].kept) == 1
+    assert len(check_skipping(table, "local >= '2024-01-01 15:00:00'")[0].kept) == 1
+    assert len(check_skipping(table, "amount = 1.25")[0].kept) == 1  # e05
+    assert len(check_skipping(table, "amount = 1.251")[0].kept) == 4  # not a decimal(10,2)
+    assert len(check_skipping(table, "amount < 1")[0].kept) == 1
