@@ -8,9 +8,11 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hudisql.metadata.validate import validate_metadata_table
 from hudisql.table.write_create import create_table
 from hudisql.txn.writer import WriteClient
 from tests.metadata.conftest import CITIES, SCHEMA
@@ -71,6 +73,10 @@ def conjunct(draw: st.DrawFn) -> str:
     return f"{column} {form} {_literal(draw, column)}"
 
 
+# A key moved to another city lives in two partitions; the record index holds one entry
+# per key, and a rebuild (what validation compares with) may pick the other copy than the
+# commits did: validation after this test would report that, not a skipping problem.
+@pytest.mark.metadata_stale
 @settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
@@ -100,3 +106,7 @@ def test_skipping_never_drops_a_slice_with_a_matching_row(tmp_path: Path, data: 
     text = " AND ".join(data.draw(st.lists(conjunct(), min_size=1, max_size=3), "filter"))
     check_skipping(table, text)
     check_skipping(table, text, as_of=first)
+    moved = partitioned and any(r["city"] != CITIES[int(r["id"][1:]) % 3]
+                                for _, rows in history for r in rows)
+    if not moved:
+        assert validate_metadata_table(table).ok
