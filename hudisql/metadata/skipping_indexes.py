@@ -250,6 +250,10 @@ def bloom_filter_step(ctx: SkipContext, slices: list[FileSlice],
         return None
     if ctx.exact_keys:
         return None  # the record index already named the only file groups with the keys
+    definition = ctx.definitions.get(BLOOM_FILTERS)
+    if definition is not None and definition.source_fields and set(
+            definition.source_fields) != set(ctx.table.properties.record_key_fields):
+        return None  # filters of another column's values: not what is looked up here
     keys = _wanted_keys(ctx, predicates)
     if keys is None:
         return None
