@@ -203,8 +203,9 @@ def record_index_step(ctx: SkipContext, slices: list[FileSlice],
     keys = _wanted_keys(ctx, predicates)
     if keys is None:
         return None
-    ctx.exact_keys = ctx.keys_fix_partition
-    return _keep_located(ctx, slices, keys, _locations(ctx, keys))
+    kept = _keep_located(ctx, slices, keys, _locations(ctx, keys))
+    ctx.exact_keys = ctx.keys_fix_partition  # only once the lookup succeeded
+    return kept
 
 
 def secondary_index_steps(ctx: SkipContext) -> list[tuple[str, Step]]:
