@@ -298,3 +298,15 @@ def test_timestamps_dates_and_decimals_compare_in_the_column_type(tmp_path: Path
     assert len(check_skipping(table, "amount = 1.25")[0].kept) == 1  # e05
     assert len(check_skipping(table, "amount = 1.251")[0].kept) == 4  # not a decimal(10,2)
     assert len(check_skipping(table, "amount < 1")[0].kept) == 1
+
+
+@pytest.mark.metadata_stale
+def test_bloom_filters_still_run_when_the_record_index_cannot_be_read(tmp_path: Path) -> None:
+    table = indexed_table(tmp_path / "t", "COPY_ON_WRITE",
+                          partitions=("files", "record_index", "bloom_filters"))
+    for base in (tmp_path / "t" / ".hoodie" / "metadata" / "record_index").glob("*.parquet"):
+        base.write_bytes(b"not parquet")
+    result = skip_file_slices(table, table.file_slices(), parse_predicates("id = 'k007'"))
+    first, second = result.steps
+    assert (first.index, first.after) == ("record_index", 8) and "not used" in first.note
+    assert (second.index, second.before, second.after) == ("bloom_filters", 8, 1)
