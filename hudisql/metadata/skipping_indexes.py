@@ -19,8 +19,9 @@ Soundness rules (a slice holding a matching row is never dropped):
 - bloom filters cover base files only: a slice with log files is kept;
 - column stats drop a slice only when **every** file of it (base and logs) has statistics
   for the column and none admits the predicate; partition stats drop a whole partition
-  when its range admits nothing. A predicate whose literal has no exact value in the
-  column's type prunes nothing.
+  when its range admits nothing, for partitions without log files only and never for
+  ``IS NULL`` (a partition's range leaves out files without statistics). A predicate
+  whose literal has no exact value in the column's type prunes nothing.
 """
 
 from __future__ import annotations
@@ -41,15 +42,17 @@ from hudisql.metadata.keys import (
     RecordLocation,
     bloom_filter_key,
     column_stats_key,
+    partition_identifier,
     partition_stats_key,
     secondary_key_prefix,
     split_secondary_index_key,
 )
 from hudisql.metadata.partitions import NON_PARTITIONED_NAME, SECONDARY_INDEX_PREFIX
-from hudisql.metadata.records import Record, column_range, is_live, value_kind
+from hudisql.metadata.records import Record, column_range, is_live, live_files, value_kind
 from hudisql.metadata.skipping_model import Predicate
 from hudisql.metadata.skipping_values import INEXACT, column_value, comparable, range_may_match
 from hudisql.metadata.table import MetadataTable
+from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSlice
 from hudisql.table.table import HudiTable
 from hudisql.table.write_records import record_keys
@@ -57,6 +60,7 @@ from hudisql.table.write_slices import check_writable
 
 __all__ = ["STEPS", "SkipContext", "Step"]
 
+FILES = "files"
 RECORD_INDEX = "record_index"
 BLOOM_FILTERS = "bloom_filters"
 COLUMN_STATS = "column_stats"
@@ -289,18 +293,39 @@ def _stats_predicates(ctx: SkipContext, partition: str, predicates: Sequence[Pre
     return out
 
 
+def _without_log_files(ctx: SkipContext, partitions: list[str]) -> set[str]:
+    """The partitions whose committed files (the ``files`` index) are all base files."""
+    keys = {partition_identifier(p): p for p in partitions}
+    records = ctx.read(FILES, sorted(keys))
+    out = set()
+    for key, partition in keys.items():
+        record = records.get(key)
+        if record is not None and not any(
+                BaseFileName.parse(name) is None for name in live_files(record)):
+            out.add(partition)
+    return out
+
+
 def partition_stats_step(ctx: SkipContext, slices: list[FileSlice],
                          predicates: Sequence[Predicate]) -> list[FileSlice] | None:
-    """Whole data partitions whose column ranges admit no matching row."""
-    if PARTITION_STATS not in ctx.partitions or ctx.historical:
+    """Whole data partitions whose column ranges admit no matching row.
+
+    A partition's range merges the ranges its files have; a file without one (a log file
+    of an expression update, ``SET c = c + 1``, whose values no file holds; a file
+    written before the column existed, whose rows are null in it) is missing from it.
+    So partition stats are trusted only for partitions without log files (per the
+    ``files`` index), and never for ``IS NULL``; column stats cover the rest file by file.
+    """
+    if PARTITION_STATS not in ctx.partitions or FILES not in ctx.partitions or ctx.historical:
         return None
-    usable = _stats_predicates(ctx, PARTITION_STATS, predicates)
+    usable = [(p, kind) for p, kind in _stats_predicates(ctx, PARTITION_STATS, predicates)
+              if p.op != "is_null"]
     if not usable:
         return None
-    partitions = sorted({s.partition_path for s in slices})
+    partitions = _without_log_files(ctx, sorted({s.partition_path for s in slices}))
     wanted = {(p.column, part): partition_stats_key(p.column, part)
               for p, _ in usable for part in partitions}
-    records = ctx.read(PARTITION_STATS, sorted(set(wanted.values())))
+    records = ctx.read(PARTITION_STATS, sorted(set(wanted.values()))) if wanted else {}
     ruled_out = set()
     for part in partitions:
         for p, kind in usable:
