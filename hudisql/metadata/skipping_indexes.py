@@ -54,6 +54,7 @@ from hudisql.metadata.skipping_values import INEXACT, column_value, comparable, 
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSlice
+from hudisql.table.schema import META_COLUMNS
 from hudisql.table.table import HudiTable
 from hudisql.table.write_records import record_keys
 from hudisql.table.write_slices import check_writable
@@ -61,6 +62,8 @@ from hudisql.table.write_slices import check_writable
 __all__ = ["STEPS", "SkipContext", "Step"]
 
 FILES = "files"
+#: The meta column holding each row's record key as stored (what the record index maps).
+RECORD_KEY_COLUMN = META_COLUMNS[2]
 RECORD_INDEX = "record_index"
 BLOOM_FILTERS = "bloom_filters"
 COLUMN_STATS = "column_stats"
@@ -139,6 +142,9 @@ def _wanted_keys(ctx: SkipContext, predicates: Sequence[Predicate]) -> list[str]
     """The record keys the predicates allow (every key field needs ``=`` / ``IN``), in
     the form the table's writers store them; None when they do not fix the key."""
     table = ctx.table
+    stored = _equal_values(ctx, predicates, RECORD_KEY_COLUMN)
+    if stored is not None:  # ``_hoodie_record_key = '...'``: the stored key itself
+        return [k for k in stored if isinstance(k, str)]
     fields = table.properties.record_key_fields
     if not fields:
         return None

@@ -36,6 +36,7 @@ TYPES = ["COPY_ON_WRITE", "MERGE_ON_READ"]
     ("id IN ('k007', 'k031')", 2, "record_index"),
     ("`id` = 'k007' AND fare < 100", 1, "record_index"),
     ("id = 'k007' AND id = 'k008'", 0, "record_index"),  # no key satisfies both
+    ("_hoodie_record_key IN ('k004', 'k005', 'k999')", 2, "record_index"),
     ("fare < 3", 1, "column_stats"),
     ("3 > fare", 1, "column_stats"),
     ("fare = 3", 1, "column_stats"),
