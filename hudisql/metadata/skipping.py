@@ -34,7 +34,6 @@ from hudisql.metadata.config import (
     inflight_partitions,
     load_index_definitions,
 )
-from hudisql.metadata.skipping_cache import cached_reads
 from hudisql.metadata.skipping_indexes import (
     RECORD_INDEX,
     STEPS,
@@ -133,7 +132,7 @@ def _context(table: HudiTable, as_of: str | None) -> SkipContext | None:
     return SkipContext(
         table=table, mdt=mdt, partitions=usable, historical=historical,
         schema=table.schema_as_of(as_of) if as_of is not None else table.schema,
-        reads=cached_reads(mdt), definitions=load_index_definitions(table),
+        definitions=load_index_definitions(table),
     )
 
 

@@ -86,7 +86,6 @@ class SkipContext:
     partitions: frozenset[str]
     historical: bool
     schema: pa.Schema
-    reads: Callable[[str, list[str] | None, list[str] | None], dict[str, Record]]
     definitions: dict[str, IndexDefinition] = field(default_factory=dict)
     #: Set by the record index when it located the wanted keys table-wide (nothing is
     #: left for key-based indexes after it).
@@ -101,8 +100,8 @@ class SkipContext:
 
     def read(self, partition: str, keys: list[str] | None = None,
              prefixes: list[str] | None = None) -> dict[str, Record]:
-        """Merged records of a metadata partition by key (or prefix); see ``reads``."""
-        return self.reads(partition, keys, prefixes)
+        """Merged records of a metadata partition by key (or prefix), deletions included."""
+        return self.mdt.read_partition(partition, keys, prefixes)
 
     @property
     def keys_fix_partition(self) -> bool:
