@@ -44,3 +44,21 @@ def test_show_data_skipping_reports_each_index_and_the_totals(session: HudiSessi
     with pytest.raises(SqlParseError, match="line 1, column 53"):
         session.sql("CALL show_data_skipping(table => 'trips', filter => 'fare <')")
     assert_exact(handle.path)
+
+
+def test_an_expression_update_keeps_its_partition(session: HudiSession) -> None:
+    # UPDATE ... SET ts = ts + 100 on merge-on-read writes operands, not values: no file's
+    # statistics hold the new ts, so neither column stats nor partition stats may rule
+    # out the slice (partition stats of a partition with log files are not trusted).
+    handle = trips(session)
+    session.sql("CALL run_indexer(table => 'trips', mode => 'scheduleAndExecute', "
+                "index_types => 'COLUMN_STATS,PARTITION_STATS')").collect()
+    session.sql("UPDATE trips SET ts = ts + 100 WHERE uuid = 'c'").collect()
+    matching = {r.city for r in session.sql("SELECT city FROM trips WHERE ts > 50").collect()}
+    assert matching == {"sf"}
+    result = handle.data_skipping("ts > 50")
+    assert {s.partition_path for s in result.kept} == {"city=sf"}
+    # Partition stats rule out la and nyc (no log files there) and leave sf to column stats.
+    assert [(s.index, s.before, s.after) for s in result.steps] == [
+        ("partition_stats", 3, 1), ("column_stats", 1, 1)]
+    assert_exact(handle.path)
