@@ -6,7 +6,11 @@ import pytest
 from pyspark.sql import Row
 
 from hudisql.errors import SqlParseError
+from hudisql.metadata.keys import partition_stats_key
+from hudisql.metadata.records import column_range
+from hudisql.metadata.table import MetadataTable
 from hudisql.session import HudiSession
+from hudisql.table.table import HudiTable
 from tests.services.indexing import assert_exact, trips
 
 
@@ -56,6 +60,11 @@ def test_an_expression_update_keeps_its_partition(session: HudiSession) -> None:
     session.sql("UPDATE trips SET ts = ts + 100 WHERE uuid = 'c'").collect()
     matching = {r.city for r in session.sql("SELECT city FROM trips WHERE ts > 50").collect()}
     assert matching == {"sf"}
+    # The partition's stats do not show the new value: trusting them would drop sf.
+    table = HudiTable.open(handle.path)
+    (record,) = MetadataTable(table).read_partition(
+        "partition_stats", keys=[partition_stats_key("ts", "city=sf")]).values()
+    assert column_range(record).max_value < 50
     result = handle.data_skipping("ts > 50")
     assert {s.partition_path for s in result.kept} == {"city=sf"}
     # Partition stats rule out la and nyc (no log files there) and leave sf to column stats.
