@@ -165,7 +165,9 @@ def show_data_skipping(ctx: StatementContext, command: c.ShowDataSkipping) -> Da
         zone = ctx.spark.conf.get("spark.sql.session.timeZone", None)
         result = data_skipping(HudiTable.open(location), command.filter, command.as_of,
                                time_zone=zone)
-    setting = ctx.session.options.get(ENABLE_DATA_SKIPPING, "true")
+    # The session's option, else ``SET hoodie.enable.data.skipping=...`` in Spark's conf.
+    setting = (ctx.session.options.get(ENABLE_DATA_SKIPPING)
+               or ctx.spark.conf.get(ENABLE_DATA_SKIPPING, None) or "true")
     return rows_frame(ctx.spark, data_skipping_rows(result, setting.strip().lower() != "false"),
                       DATA_SKIPPING_COLUMNS)
 

@@ -43,6 +43,14 @@ def test_show_data_skipping_reports_each_index_and_the_totals(session: HudiSessi
     assert (result.total, len(result.kept)) == (3, 1)
     assert [s.index for s in result.steps] == ["partition_stats", "column_stats"]
     assert {s.partition_path for s in result.kept} == {"city=sf"}
+    # With skipping switched off (SET in Spark), the totals say reads skip nothing.
+    session.spark.conf.set("hoodie.enable.data.skipping", "false")
+    try:
+        *_, total = session.sql(
+            "CALL show_data_skipping(table => 'trips', filter => 'fare < 6')").collect()
+        assert total.file_slices_after == 1 and "reads skip nothing" in total.note
+    finally:
+        session.spark.conf.unset("hoodie.enable.data.skipping")
     with pytest.raises(SqlParseError, match="not a SQL predicate"):
         handle.data_skipping("fare <")
     with pytest.raises(SqlParseError, match="line 1, column 53"):
