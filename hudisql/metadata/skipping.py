@@ -87,7 +87,13 @@ def skip_file_slices(table: HudiTable, slices: Sequence[FileSlice],
     result = SkippingResult(total=len(kept), kept=kept)
     if not kept or not predicates:
         return result
-    context = _context(table, as_of)
+    try:
+        context = _context(table, as_of)
+    except (HudiSqlError, OSError) as exc:  # e.g. a damaged index.json: read everything
+        _log.warning("data skipping: table %s: indexes not used: %s", table.name, exc)
+        result.steps.append(SkippingStep("metadata table", len(kept), len(kept),
+                                         note=f"not used: {exc}"))
+        return result
     if context is None:
         return result
     context.time_zone = time_zone

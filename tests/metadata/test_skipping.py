@@ -331,3 +331,18 @@ def test_bloom_filters_still_run_when_the_record_index_cannot_be_read(tmp_path: 
     first, second = result.steps
     assert (first.index, first.after) == ("record_index", 8) and "not used" in first.note
     assert (second.index, second.before, second.after) == ("bloom_filters", 8, 1)
+
+
+def test_a_damaged_index_definition_file_prunes_nothing(tmp_path: Path) -> None:
+    table = indexed_table(tmp_path / "t", "COPY_ON_WRITE", partitions=("files", "column_stats"))
+    definitions = tmp_path / "t" / ".hoodie" / ".index_defs" / "index.json"
+    saved = definitions.read_bytes()  # written by the build (the secondary index's)
+    definitions.write_text("{not json")
+    try:
+        result = skip_file_slices(table.reload(), table.file_slices(),
+                                  parse_predicates("fare < 3"))
+        assert len(result.kept) == 8
+        [step] = result.steps
+        assert step.after == 8 and "not used" in step.note and "index.json" in step.note
+    finally:
+        definitions.write_bytes(saved)  # the suite then validates the metadata table
