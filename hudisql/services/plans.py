@@ -1,6 +1,7 @@
 """What the table services share: their results, refusals and pending plans, and SHOW.
 
-``ServiceResult`` is what a run did; :func:`require_merge_on_read` refuses log compaction
+``ServiceResult`` is what a run did; :func:`service_guard` how a data-table service
+holds the lock and its heartbeat; :func:`require_merge_on_read` refuses log compaction
 and compaction on copy-on-write tables; :func:`pending_plan` finds the pending plan a
 ``RUN ... AT`` names (or refuses it); :func:`show_service_plans` lists a service's
 instants as Hudi's ``show_compaction`` does.
@@ -8,23 +9,27 @@ instants as Hudi's ``show_compaction`` does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from hudisql.errors import TableServiceError
-from hudisql.services.protocol import is_abandoned_instant
+from hudisql.services.protocol import heartbeat, is_abandoned_instant, table_lock
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.service_plans import CompactionPlan, compaction_plan
 from hudisql.table.table import HudiTable
+from hudisql.txn.participant import CommitParticipant
+from hudisql.txn.table_service import ServiceGuard, StepHook, no_step
+from hudisql.txn.tasks import SliceRunner
 
 __all__ = [
     "SERVICE_SHOW_SCHEMA",
     "ServiceResult",
     "pending_plan",
     "require_merge_on_read",
+    "service_guard",
     "show_service_plans",
 ]
 
@@ -46,6 +51,24 @@ class ServiceResult:
     def bytes_written(self) -> int:
         """Bytes of the files the run wrote."""
         return sum(s.total_write_bytes or 0 for s in self.write_stats)
+
+
+def service_guard(
+    table: HudiTable,
+    options: Mapping[str, str],
+    runner: SliceRunner,
+    participants: Sequence[CommitParticipant] = (),
+    on_step: StepHook = no_step,
+) -> ServiceGuard:
+    """How a data-table service runs: it takes the table lock (``hoodie.write.lock.*``)
+    and keeps its instant's heartbeat itself; its tasks run on ``runner``."""
+    return ServiceGuard(
+        lock=lambda: table_lock(table, options),
+        heartbeat=lambda instant_time: heartbeat(table, instant_time, options),
+        participants=participants,
+        on_step=on_step,
+        runner=runner,
+    )
 
 
 def require_merge_on_read(table: HudiTable, statement: str) -> None:

@@ -148,6 +148,11 @@ class SliceRun:
     operation: CompactionOperation
     instants: list[str]
 
+    @property
+    def file_group(self) -> tuple[str, str]:
+        """``(partition, file id)`` of the slice's file group."""
+        return self.operation.file_group
+
 
 def slice_blocks(storage: Storage, file_slice: FileSlice) -> list[LogBlockInfo]:
     """Every block (header-only) of the slice's log files, in log order."""

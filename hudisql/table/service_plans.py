@@ -173,6 +173,11 @@ class CompactionOperation:
     metrics: dict[str, float] = field(default_factory=dict)
     bootstrap_file_path: str | None = None
 
+    @property
+    def file_group(self) -> tuple[str, str]:
+        """``(partition, file id)`` of the slice's file group."""
+        return (self.partition_path, self.file_id)
+
     def to_record(self) -> dict[str, Any]:
         """The Avro record."""
         return {
