@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 
 from hudisql.services.plans import (
     ServiceResult,
-    pending_plan,
     require_merge_on_read,
+    run_planned_service,
     service_guard,
 )
-from hudisql.services.protocol import StepHook, is_abandoned_instant, no_step
+from hudisql.services.protocol import StepHook, no_step
 from hudisql.services.runner import LocalRunner, SliceRunner, Task, TaskAttempt
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.compaction import (
@@ -42,12 +42,7 @@ from hudisql.table.service_plans import CompactionOperation, CompactionPlan
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import MARKER_DIR, parquet_codec
 from hudisql.txn.participant import CommitParticipant
-from hudisql.txn.table_service import (
-    ServiceSteps,
-    execute_plan,
-    schedule_plan,
-    undo_abandoned,
-)
+from hudisql.txn.table_service import ServiceSteps, schedule_plan
 
 __all__ = ["compaction_steps", "run_compaction", "schedule_compaction"]
 
@@ -171,22 +166,8 @@ def run_compaction(
             compaction plan (or another process runs it).
         HudiSqlError: a task failed (the compaction is reverted to requested first).
     """
-    options = dict(options or {})
-    require_merge_on_read(table, "RUN COMPACTION")
-    runner = runner or LocalRunner()
-    table = table.reload()
-    guard = service_guard(table, options, runner, participants, on_step)
-    undo_abandoned(compaction_steps(table, options), table, guard,
-                   lambda t, ts: is_abandoned_instant(t, ts, options))
-    table = table.reload()
-    if instant_time is None:
-        waiting = [i for i in table.timeline.pending([Action.COMPACTION]) if i.is_requested]
-        instant_time = waiting[0].timestamp if waiting else schedule_compaction(
-            table, options, runner=runner)
-        if instant_time is None:
-            return None
-        table = table.reload()
-    plan = pending_plan(table, instant_time, Action.COMPACTION, "RUN COMPACTION", options)
-    steps = compaction_steps(table, options, table.avro_schema)
-    stats = execute_plan(steps, table, instant_time, plan, guard)
-    return ServiceResult(instant_time, len(stats), tuple(stats))
+    return run_planned_service(
+        table, instant_time, options or {}, action=Action.COMPACTION,
+        statement="RUN COMPACTION", steps_for=compaction_steps,
+        schedule=lambda t, o, r: schedule_compaction(t, o, runner=r),
+        runner=runner, participants=participants, on_step=on_step)

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 
 from hudisql.services.plans import (
     ServiceResult,
-    pending_plan,
     require_merge_on_read,
+    run_planned_service,
     service_guard,
 )
 from hudisql.services.protocol import StepHook, is_abandoned_instant, no_step
@@ -43,12 +43,7 @@ from hudisql.table.table import HudiTable
 from hudisql.table.write_files import MARKER_DIR
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.rollback import rollback_locked
-from hudisql.txn.table_service import (
-    ServiceSteps,
-    execute_plan,
-    schedule_plan,
-    undo_abandoned,
-)
+from hudisql.txn.table_service import ServiceSteps, schedule_plan, undo_abandoned
 
 __all__ = [
     "log_compaction_steps",
@@ -173,25 +168,13 @@ def run_log_compaction(
             compaction plan; bad settings.
         HudiSqlError: a task failed (the log compaction is rolled back first).
     """
-    options = dict(options or {})
-    require_merge_on_read(table, "RUN LOG COMPACTION")
-    LogCompactionSettings.parse(options)
-    runner = runner or LocalRunner()
-    if instant_time is None:
-        table = table.reload()
-        rollback_abandoned(table, options, participants)
-        waiting = [i for i in table.reload().timeline.pending([Action.LOGCOMPACTION])
-                   if i.is_requested]
-        instant_time = waiting[0].timestamp if waiting else schedule_log_compaction(
-            table, options, runner=runner, participants=participants)
-        if instant_time is None:
-            return None
-    table = table.reload()
-    plan = pending_plan(table, instant_time, Action.LOGCOMPACTION, "RUN LOG COMPACTION", options)
-    guard = service_guard(table, options, runner, participants, on_step)
-    steps = log_compaction_steps(table, options, table.avro_schema)
-    stats = execute_plan(steps, table, instant_time, plan, guard)
-    return ServiceResult(instant_time, len(stats), tuple(stats))
+    LogCompactionSettings.parse(options or {})
+    return run_planned_service(
+        table, instant_time, options or {}, action=Action.LOGCOMPACTION,
+        statement="RUN LOG COMPACTION", steps_for=log_compaction_steps,
+        schedule=lambda t, o, r: schedule_log_compaction(t, o, runner=r,
+                                                         participants=participants),
+        runner=runner, participants=participants, on_step=on_step)
 
 
 def _discard_attempt(table: HudiTable, instant_time: str) -> None:

@@ -38,7 +38,12 @@ from hudisql.table.merge import read_file_slice
 from hudisql.table.properties import TableProperties
 from hudisql.table.reconcile import Verdict, judge_log_blocks
 from hudisql.table.schema import avro_to_arrow
-from hudisql.table.service_plans import CompactionOperation, CompactionPlan, compaction_plan
+from hudisql.table.service_plans import (
+    CompactionOperation,
+    CompactionPlan,
+    compaction_plan,
+    int_setting,
+)
 from hudisql.table.storage import Storage
 from hudisql.table.timeline import Timeline
 from hudisql.table.write_files import MARKER_DIR, write_base_file
@@ -75,16 +80,7 @@ class CompactionSettings:
         Raises:
             TableServiceError: a value that is not a positive integer.
         """
-        raw = options.get(MAX_DELTA_COMMITS)
-        if raw is None:
-            return cls()
-        try:
-            value = int(str(raw).strip())
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise TableServiceError(f"{MAX_DELTA_COMMITS}={raw!r} must be an integer >= 1")
-        return cls(value)
+        return cls(int_setting(options, MAX_DELTA_COMMITS, cls.max_delta_commits, 1))
 
 
 def compaction_due(timeline: Timeline, settings: CompactionSettings) -> bool:
@@ -114,23 +110,10 @@ def plan_slice(
         logs.append(log)
     if not logs:
         return None
-    size = float(sum(log.size for log in logs))
+    size = sum(log.size for log in logs) / _MB
     base = file_slice.base_file
     base_mb = (base.size if base is not None else 0) / _MB
-    return CompactionOperation(
-        file_id=file_slice.file_id,
-        partition_path=file_slice.partition_path,
-        base_instant_time=file_slice.base_instant,
-        delta_file_paths=[log.name for log in logs],
-        data_file_path=base.name if base is not None else None,
-        metrics={
-            "TOTAL_LOG_FILES": float(len(logs)),
-            "TOTAL_LOG_FILES_SIZE": size,
-            "TOTAL_IO_READ_MB": base_mb + size / _MB,
-            "TOTAL_IO_WRITE_MB": base_mb,
-            "TOTAL_IO_MB": 2 * base_mb + size / _MB,
-        },
-    )
+    return CompactionOperation.of_slice(file_slice, logs, base_mb + size, base_mb)
 
 
 def build_plan(operations: Iterable[CompactionOperation]) -> CompactionPlan | None:

@@ -32,7 +32,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from hudisql.errors import TableServiceError
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat, read_avro_container
 from hudisql.table.compacted import instant_slots, merge_order
 from hudisql.table.expressions import block_expressions
@@ -57,6 +56,7 @@ from hudisql.table.service_plans import (
     CompactionPlan,
     CompactionStrategy,
     compaction_plan,
+    int_setting,
 )
 from hudisql.table.storage import Storage
 from hudisql.table.timeline import Timeline
@@ -89,19 +89,6 @@ _MERGED = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.HFILE_DATA, Bl
 _MB = 1024 * 1024
 
 
-def _int_option(options: Mapping[str, str], key: str, default: int, minimum: int) -> int:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise TableServiceError(f"{key}={raw!r} must be an integer of at least {minimum}")
-    return value
-
-
 @dataclass(frozen=True)
 class LogCompactionSettings:
     """What qualifies a slice, what is small, and how big output blocks and files get."""
@@ -120,10 +107,10 @@ class LogCompactionSettings:
         """
         d = cls()
         return cls(
-            _int_option(options, BLOCKS_THRESHOLD, d.blocks_threshold, 2),
-            _int_option(options, SMALL_BLOCK_SIZE, d.small_block_size, 1),
-            _int_option(options, BLOCK_MAX_SIZE, d.max_block_size, 1),
-            _int_option(options, LOG_FILE_MAX_SIZE, d.max_file_size, 1),
+            int_setting(options, BLOCKS_THRESHOLD, d.blocks_threshold, 2),
+            int_setting(options, SMALL_BLOCK_SIZE, d.small_block_size, 1),
+            int_setting(options, BLOCK_MAX_SIZE, d.max_block_size, 1),
+            int_setting(options, LOG_FILE_MAX_SIZE, d.max_file_size, 1),
         )
 
 
@@ -212,22 +199,8 @@ def plan_slice(
         return None
     files = {b.log_file for u in best for b in u.blocks}
     logs = [log for log in file_slice.log_files if log.path in files]
-    size = float(sum(log.size for log in logs))
-    base = file_slice.base_file
-    operation = CompactionOperation(
-        file_id=file_slice.file_id,
-        partition_path=file_slice.partition_path,
-        base_instant_time=file_slice.base_instant,
-        delta_file_paths=[log.name for log in logs],
-        data_file_path=base.name if base is not None else None,
-        metrics={
-            "TOTAL_LOG_FILES": float(len(logs)),
-            "TOTAL_LOG_FILES_SIZE": size,
-            "TOTAL_IO_READ_MB": size / _MB,
-            "TOTAL_IO_WRITE_MB": size / _MB,
-            "TOTAL_IO_MB": 2 * size / _MB,
-        },
-    )
+    size = sum(log.size for log in logs) / _MB
+    operation = CompactionOperation.of_slice(file_slice, logs, size, size)
     return SliceRun(operation, [u.instant for u in reversed(best)])
 
 

@@ -11,7 +11,9 @@ undone. Those pieces are a :class:`ServiceSteps`; everything around them is here
 - :func:`execute_plan`: keep a heartbeat, move the plan inflight (discarding a dead run's
   output), run one task per planned slice, then under the table lock complete the instant
   after the commit participants; any failure undoes the run under the lock and re-raises;
-- :func:`undo_abandoned`: undo inflight runs whose process died (no live heartbeat).
+- :func:`undo_abandoned`: undo inflight runs whose process died (no live heartbeat);
+- :func:`clean_locked`: finish a clean that died, plan a new one and carry it out
+  (:func:`finish_clean` completes one plan).
 
 How the lock, the heartbeat and step hooks are had is the caller's :class:`ServiceGuard`:
 a data-table service takes the table lock itself; the metadata table's services run while
@@ -21,25 +23,29 @@ a data commit holds it.
 from __future__ import annotations
 
 import contextlib
+import posixpath
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hudisql.table.clean import CleanSettings, execute_clean, plan_clean
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.fsview import FileSlice
-from hudisql.table.instant import Instant
+from hudisql.table.instant import Action, Instant
 from hudisql.table.log_compaction import file_groups_in_pending_services
-from hudisql.table.service_plans import CompactionPlan
+from hudisql.table.service_plans import CleanMetadata, CompactionPlan, clean_plan
 from hudisql.table.table import HudiTable
-from hudisql.txn.participant import CommitParticipant
+from hudisql.txn.participant import CleanParticipant, CommitParticipant
 from hudisql.txn.tasks import LocalRunner, SliceRunner, Task
 
 __all__ = [
     "ServiceGuard",
     "ServiceSteps",
     "StepHook",
+    "clean_locked",
     "complete",
     "execute_plan",
+    "finish_clean",
     "no_step",
     "schedule_plan",
     "undo_abandoned",
@@ -204,3 +210,56 @@ def undo_abandoned(
                 steps.undo(table.reload(), pending, guard.participants)
             done.append(pending.timestamp)
     return done
+
+
+def finish_clean(table: HudiTable, instant: Instant, on_step: StepHook = no_step,
+                 participants: Sequence[CommitParticipant] = ()) -> CleanMetadata:
+    """Carry out the pending clean ``instant``'s plan and complete it; call under the lock.
+
+    Files already gone count as deleted (a clean that died is finished by the next one).
+    Participants that are :class:`CleanParticipant` record the deleted files first.
+
+    Returns:
+        The completed clean's metadata.
+    """
+    timeline = table.timeline
+    plan = clean_plan(timeline, instant.timestamp)
+    if instant.is_requested:
+        instant = timeline.transition_to_inflight(instant, plan.to_avro())
+    on_step("inflight", instant.timestamp)
+    metadata = execute_clean(table.storage, timeline, instant.timestamp, plan)
+    on_step("deleted", instant.timestamp)
+    deleted = {partition: [posixpath.basename(f) for f in found.success_delete_files]
+               for partition, found in metadata.partition_metadata.items()}
+    for participant in participants:
+        if isinstance(participant, CleanParticipant):
+            participant.on_clean(table, instant, deleted)
+    on_step("participants", instant.timestamp)
+    timeline.complete(instant, metadata.to_avro())
+    return metadata
+
+
+def clean_locked(
+    table: HudiTable,
+    settings: CleanSettings,
+    instant_time: str | None = None,
+    *,
+    on_step: StepHook = no_step,
+    participants: Sequence[CommitParticipant] = (),
+) -> CleanMetadata | None:
+    """Clean ``table`` under the lock the caller holds: finish a clean that died, then plan
+    one (at ``instant_time``, default a new time) and carry it out.
+
+    Returns:
+        The new clean's metadata, or None when nothing was to be deleted.
+    """
+    for pending in table.timeline.pending([Action.CLEAN]):
+        finish_clean(table, pending, on_step, participants)  # a clean that died: finish it
+        table = table.reload()
+    plan = plan_clean(table.storage, table.file_system_view(), settings)
+    if plan is None:
+        return None
+    requested = table.timeline.create_requested(Action.CLEAN, instant_time,
+                                                content=plan.to_avro())
+    on_step("requested", requested.timestamp)
+    return finish_clean(table, requested, on_step, participants)
