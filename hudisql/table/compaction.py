@@ -95,15 +95,18 @@ def compaction_due(timeline: Timeline, settings: CompactionSettings) -> bool:
 
 def plan_slice(
     storage: Storage, timeline: Timeline, file_slice: FileSlice,
-    visible: VisibleInstants | None = None,
+    visible: VisibleInstants | None = None, reconcile: str = "full",
 ) -> CompactionOperation | None:
     """The compaction of one slice: its base file and the log files before the first that
-    holds a pending instant's block; None for a slice without (such) log files."""
+    holds a pending instant's block; None for a slice without (such) log files.
+
+    ``reconcile`` is the block reconciliation of ``hudisql.table.reconcile`` (``off`` for
+    the metadata table, whose readers do not reconcile)."""
     visible = visible or VisibleInstants(timeline)
     logs: list[LogFile] = []
     for log in file_slice.log_files:
         blocks = scan_log_file(storage, log.path)
-        verdicts = judge_log_blocks(blocks, visible)
+        verdicts = judge_log_blocks(blocks, visible, reconcile)
         if any(v.verdict == Verdict.NOT_VISIBLE and v.block.block_type in _MERGED
                for v in verdicts):
             break

@@ -176,15 +176,17 @@ def plan_slice(
     file_slice: FileSlice,
     settings: LogCompactionSettings,
     visible: VisibleInstants | None = None,
+    reconcile: str = "full",
 ) -> SliceRun | None:
     """The log compaction of one slice, or None when it does not qualify (see module notes).
 
     Header-only: no block content is read. Runs on executors as well as on the driver.
+    ``reconcile``: as in ``hudisql.table.reconcile`` (``off`` for the metadata table).
     """
     if not file_slice.log_files:
         return None
     blocks = slice_blocks(storage, file_slice)
-    verdicts = judge_log_blocks(blocks, visible or VisibleInstants(timeline))
+    verdicts = judge_log_blocks(blocks, visible or VisibleInstants(timeline), reconcile)
     valid = sum(1 for v in verdicts if v.verdict == Verdict.VALID and v.block.block_type in _MERGED)
     if valid < settings.blocks_threshold:
         return None
