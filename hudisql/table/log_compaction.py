@@ -6,10 +6,10 @@ blocks are taken per instant, in merge order (a compacted block in its slot, see
 ``compacted.py``); the longest run of consecutive *small* instants is planned (the seed's
 "Disadvantages": a block at least ``hudisql.log.compaction.small.block.size`` bytes, such
 as one an earlier log compaction made, is not rewritten again). A run never spans a block
-of a pending instant (it would land between the run's blocks when it completes) nor an
-expression block (applied to base rows). The plan is Hudi's ``HoodieCompactionPlan``
-(version 2, log file names per operation); the instants each operation compacts are kept
-in its ``extraMetadata`` under :data:`PLANNED_INSTANTS_KEY`.
+of a pending instant (it would land between the run's blocks when it completes). The plan
+is Hudi's ``HoodieCompactionPlan`` (version 2, log file names per operation); the instants
+each operation compacts are kept in its ``extraMetadata`` under
+:data:`PLANNED_INSTANTS_KEY`.
 
 **Execution.** :func:`execute_slice` merges the planned blocks of one slice (a pure
 function Spark executors run, one task per slice) into new blocks of a new log file:
@@ -19,7 +19,13 @@ function Spark executors run, one task per slice) into new blocks of a new log f
 data blocks (Hudi writes it after; before keeps a natural-order delete that wiped a key's
 earlier versions in front of the key's later record, see ``merge.MergedLog``); data is
 split into blocks of at most ``hoodie.logfile.data.block.max.size`` bytes (seed scenario
-3). The instant completes as a ``deltacommit`` with operation ``LOG_COMPACT``.
+3). Expression blocks (``SET c = c + 1`` on merge-on-read, ``expressions.py``) apply to
+whatever a key holds at their position, so they are not merged with plain blocks: the run
+is cut at them, each stretch of plain blocks is merged as above and each stretch of
+expression blocks of one kind becomes one expression block (their records in order), all
+in the compacted instant, in order. Those keep the expression marking and header key 1001:
+other readers still refuse the slice rather than misread it. The instant completes as a
+``deltacommit`` with operation ``LOG_COMPACT``.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from hudisql.table.expressions import block_expressions
 from hudisql.table.fsview import FileSlice, VisibleInstants
 from hudisql.table.instant import Action
 from hudisql.table.log.format import BlockType, HeaderKey, LogBlockInfo, block_identifier
-from hudisql.table.log.reader import scan_blocks, scan_log_file
+from hudisql.table.log.reader import decode_data_block, scan_blocks, scan_log_file
 from hudisql.table.log.writer import encode_avro_data_block, encode_delete_block
 from hudisql.table.merge import merge_log_blocks
 from hudisql.table.properties import TableProperties
@@ -161,7 +167,6 @@ def _units(verdicts: Sequence[BlockVerdict], small: int) -> list[_Unit]:
             unit = units.setdefault(instant, _Unit(instant, slots[instant]))
             unit.blocks.append(block)
             unit.size += block.length
-            unit.barrier |= block_expressions(block) is not None
         elif verdict.verdict == Verdict.NOT_VISIBLE:
             # Pending (or failed, not yet rolled back): it may yet become visible here.
             units[f"pending@{index}"] = _Unit(instant, index, barrier=True)
@@ -274,6 +279,22 @@ def _encode_data(records: pa.Table, schema_text: str, header: dict[HeaderKey, st
             + _encode_data(records.slice(half), schema_text, header, limit))
 
 
+def _segments(ordered: Sequence[LogBlockInfo]) -> list[tuple[bool, list[LogBlockInfo]]]:
+    """``ordered`` cut into runs of plain blocks (merged among themselves) and runs of
+    expression blocks of one kind (same schema and ops: concatenated), in order."""
+    out: list[tuple[bool, list[LogBlockInfo]]] = []
+    last_kind: object = None
+    for block in ordered:
+        ops = block_expressions(block)
+        kind: object = "plain" if ops is None else (block.schema, json.dumps(ops, sort_keys=True))
+        if out and kind == last_kind:
+            out[-1][1].append(block)
+        else:
+            out.append((ops is None, [block]))
+        last_kind = kind
+    return out
+
+
 def execute_slice(
     storage: Storage,
     props: TableProperties,
@@ -299,7 +320,7 @@ def execute_slice(
         (all rolled back since the plan).
 
     Raises:
-        HudiSqlError: a planned block is an expression block or does not decode.
+        HudiSqlError: a planned block does not decode.
     """
     partition = operation.partition_path
     log_bytes: dict[str, bytes] = {}
@@ -317,47 +338,64 @@ def execute_slice(
         return None
     avro = with_meta_fields(json.loads(avro_schema))
     schema_text = avro_text(avro)
-    merged = merge_log_blocks(log_bytes, ordered, props, avro_to_arrow(avro), partition)
     replaced: list[str] = []
     for block in reversed(ordered):  # newest first, as Hudi lists them
         if block.instant_time not in replaced:
             replaced.append(str(block.instant_time))
     encoded: list[bytes] = []
 
-    def header() -> dict[HeaderKey, str]:
+    def header(text: str = schema_text) -> dict[HeaderKey, str]:
         return {
             HeaderKey.INSTANT_TIME: instant_time,
-            HeaderKey.SCHEMA: schema_text,
+            HeaderKey.SCHEMA: text,
             HeaderKey.COMPACTED_BLOCK_TIMES: ",".join(replaced),
             HeaderKey.BLOCK_IDENTIFIER: block_identifier(attempt, len(encoded)),
         }
 
-    if merged.deletes:
-        encoded.append(encode_delete_block(merged.deletes, header()))
-    if merged.records.num_rows:
-        pieces = _encode_data(merged.records, schema_text, header(), settings.max_block_size)
-        for piece in pieces:
-            encoded.append(encode_avro_data_block(piece, schema_text, header()))
+    records = deletes = 0
+    for plain, segment in _segments(ordered):
+        if plain:
+            merged = merge_log_blocks(log_bytes, segment, props, avro_to_arrow(avro), partition)
+            records += merged.records.num_rows
+            deletes += len(merged.deletes)
+            if merged.deletes:
+                encoded.append(encode_delete_block(merged.deletes, header()))
+            if merged.records.num_rows:
+                for piece in _encode_data(merged.records, schema_text, header(),
+                                          settings.max_block_size):
+                    encoded.append(encode_avro_data_block(piece, schema_text, header()))
+            continue
+        # Expression blocks of one kind, in order: one block whose records apply one after
+        # another, as they did (marked as the originals are: other readers refuse it).
+        first = segment[0]
+        text = str(first.schema)
+        rows = pa.concat_tables(decode_data_block(log_bytes[b.log_file], b) for b in segment)
+        records += rows.num_rows
+        for piece in _encode_data(rows, text, header(text), settings.max_block_size):
+            marked = header(text)
+            marked[HeaderKey.HUDISQL_EXPRESSIONS] = first.header[HeaderKey.HUDISQL_EXPRESSIONS]
+            encoded.append(encode_avro_data_block(piece, text, marked))
     if not encoded:  # every planned record cancelled out: keep an empty block in their place
-        encoded.append(encode_avro_data_block(merged.records, schema_text, header()))
+        encoded.append(encode_avro_data_block(avro_to_arrow(avro).empty_table(), schema_text,
+                                              header()))
     written = create_log_files(
         storage, partition, operation.file_id, operation.base_instant_time, instant_time,
         write_token, encoded, settings.max_file_size,
     )
     total = sum(size for _, size in written)
-    first = posixpath.basename(written[0][0])
+    first_file = posixpath.basename(written[0][0])
     return WriteStat(
         file_id=operation.file_id,
         path=written[0][0],
         prev_commit=operation.base_instant_time,
-        num_writes=merged.records.num_rows,
-        num_deletes=len(merged.deletes),
-        num_update_writes=merged.records.num_rows,
+        num_writes=records,
+        num_deletes=deletes,
+        num_update_writes=records,
         num_inserts=0,
         total_write_bytes=total,
         partition_path=partition,
         file_size_in_bytes=total,
-        log_version=int(first.rsplit(".log.", 1)[1].split("_", 1)[0]),
+        log_version=int(first_file.rsplit(".log.", 1)[1].split("_", 1)[0]),
         log_offset=0,
         base_file=operation.data_file_path,
         log_files=[posixpath.basename(rel) for rel, _ in written],
