@@ -30,14 +30,16 @@ other readers still refuse the slice rather than misread it. The instant complet
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
+from hudisql.errors import TableServiceError
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat, read_avro_container
 from hudisql.table.compacted import instant_slots, merge_order
 from hudisql.table.expressions import block_expressions
@@ -45,7 +47,11 @@ from hudisql.table.fsview import FileSlice, VisibleInstants
 from hudisql.table.instant import Action
 from hudisql.table.log.format import BlockType, HeaderKey, LogBlockInfo, block_identifier
 from hudisql.table.log.reader import decode_data_block, scan_blocks, scan_log_file
-from hudisql.table.log.writer import encode_avro_data_block, encode_delete_block
+from hudisql.table.log.writer import (
+    encode_avro_data_block,
+    encode_delete_block,
+    encode_parquet_data_block,
+)
 from hudisql.table.merge import merge_log_blocks
 from hudisql.table.properties import TableProperties
 from hudisql.table.reconcile import (
@@ -86,6 +92,9 @@ BLOCKS_THRESHOLD = "hoodie.log.compaction.blocks.threshold"
 SMALL_BLOCK_SIZE = "hudisql.log.compaction.small.block.size"
 BLOCK_MAX_SIZE = "hoodie.logfile.data.block.max.size"
 LOG_FILE_MAX_SIZE = "hoodie.logfile.max.size"
+BLOCK_FORMAT = "hoodie.logfile.data.block.format"
+#: Data block formats a log compaction writes (``hoodie.logfile.data.block.format``).
+BLOCK_FORMATS = ("parquet", "avro")
 #: ``extraMetadata`` key of a log compaction plan: ``{fileId: [instant, ...]}`` (JSON).
 PLANNED_INSTANTS_KEY = "hudisql.logCompactionInstants"
 #: ``operationType`` of a completed log compaction.
@@ -103,6 +112,9 @@ class LogCompactionSettings:
     small_block_size: int = 8 * _MB
     max_block_size: int = 256 * _MB
     max_file_size: int = 1024 * _MB
+    #: The compacted data blocks' format: parquet (decoded by Arrow in one pass) unless
+    #: ``hoodie.logfile.data.block.format`` says avro.
+    block_format: str = "parquet"
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> LogCompactionSettings:
@@ -112,11 +124,17 @@ class LogCompactionSettings:
             TableServiceError: a value that is not a positive integer (threshold >= 2).
         """
         d = cls()
+        block_format = str(options.get(BLOCK_FORMAT, d.block_format)).strip().lower()
+        if block_format not in BLOCK_FORMATS:
+            raise TableServiceError(
+                f"{BLOCK_FORMAT}={options.get(BLOCK_FORMAT)!r}: log compaction writes "
+                f"{' or '.join(BLOCK_FORMATS)} data blocks")
         return cls(
             int_setting(options, BLOCKS_THRESHOLD, d.blocks_threshold, 2),
             int_setting(options, SMALL_BLOCK_SIZE, d.small_block_size, 1),
             int_setting(options, BLOCK_MAX_SIZE, d.max_block_size, 1),
             int_setting(options, LOG_FILE_MAX_SIZE, d.max_file_size, 1),
+            block_format,
         )
 
 
@@ -269,14 +287,27 @@ def _clustering_groups(timeline: Timeline, instant_time: str) -> set[tuple[str, 
 # -- execution -----------------------------------------------------------------------------
 
 
-def _encode_data(records: pa.Table, schema_text: str, header: dict[HeaderKey, str],
-                 limit: int) -> list[pa.Table]:
-    """``records`` cut into pieces whose data blocks stay under ``limit`` bytes."""
-    if records.num_rows <= 1 or len(encode_avro_data_block(records, schema_text, header)) <= limit:
-        return [records]
+Encoder = Callable[[pa.Table, str, dict[HeaderKey, str]], bytes]
+
+
+def _encode_data(records: pa.Table, schema_text: str, header: Callable[[], dict[HeaderKey, str]],
+                 limit: int, encode: Encoder = encode_avro_data_block) -> list[bytes]:
+    """``records`` as data blocks of at most ``limit`` bytes each (cut in halves until they
+    fit; a single record is written whatever its size)."""
+    block = encode(records, schema_text, header())
+    if records.num_rows <= 1 or len(block) <= limit:
+        return [block]
     half = records.num_rows // 2
-    return (_encode_data(records.slice(0, half), schema_text, header, limit)
-            + _encode_data(records.slice(half), schema_text, header, limit))
+    return (_encode_data(records.slice(0, half), schema_text, header, limit, encode)
+            + _encode_data(records.slice(half), schema_text, header, limit, encode))
+
+
+def _marked(header: Callable[[str], dict[HeaderKey, str]], text: str,
+            ops: str) -> dict[HeaderKey, str]:
+    """An expression block's header: marked, so readers that do not know it refuse it."""
+    found = header(text)
+    found[HeaderKey.HUDISQL_EXPRESSIONS] = ops
+    return found
 
 
 def _segments(ordered: Sequence[LogBlockInfo]) -> list[tuple[bool, list[LogBlockInfo]]]:
@@ -352,6 +383,8 @@ def execute_slice(
             HeaderKey.BLOCK_IDENTIFIER: block_identifier(attempt, len(encoded)),
         }
 
+    encode: Encoder = (encode_parquet_data_block if settings.block_format == "parquet"
+                       else encode_avro_data_block)
     records = deletes = 0
     for plain, segment in _segments(ordered):
         if plain:
@@ -361,9 +394,8 @@ def execute_slice(
             if merged.deletes:
                 encoded.append(encode_delete_block(merged.deletes, header()))
             if merged.records.num_rows:
-                for piece in _encode_data(merged.records, schema_text, header(),
-                                          settings.max_block_size):
-                    encoded.append(encode_avro_data_block(piece, schema_text, header()))
+                encoded.extend(_encode_data(merged.records, schema_text, header,
+                                            settings.max_block_size, encode))
             continue
         # Expression blocks of one kind, in order: one block whose records apply one after
         # another, as they did (marked as the originals are: other readers refuse it).
@@ -371,10 +403,9 @@ def execute_slice(
         text = str(first.schema)
         rows = pa.concat_tables(decode_data_block(log_bytes[b.log_file], b) for b in segment)
         records += rows.num_rows
-        for piece in _encode_data(rows, text, header(text), settings.max_block_size):
-            marked = header(text)
-            marked[HeaderKey.HUDISQL_EXPRESSIONS] = first.header[HeaderKey.HUDISQL_EXPRESSIONS]
-            encoded.append(encode_avro_data_block(piece, text, marked))
+        ops = first.header[HeaderKey.HUDISQL_EXPRESSIONS]
+        encoded.extend(_encode_data(rows, text, functools.partial(_marked, header, text, ops),
+                                    settings.max_block_size))
     if not encoded:  # every planned record cancelled out: keep an empty block in their place
         encoded.append(encode_avro_data_block(avro_to_arrow(avro).empty_table(), schema_text,
                                               header()))

@@ -197,16 +197,21 @@ def test_rerun_at_an_abandoned_inflight_log_compaction(tmp_path: Path) -> None:
     assert rows(path) == before
 
 
-def test_scenario_3_merged_block_over_the_block_size_is_split(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("block_format", "kind"), [("parquet", BlockType.PARQUET_DATA),
+                                                    ("avro", BlockType.AVRO_DATA)])
+def test_scenario_3_merged_block_over_the_block_size_is_split(
+    tmp_path: Path, block_format: str, kind: BlockType
+) -> None:
     client = mor_table(tmp_path, keys=40)
     upserts(client, 5, keys=40)
     path = tmp_path / "t"
     before = rows(path)
-    options = {"hoodie.logfile.data.block.max.size": "1200"}
+    options = {"hoodie.logfile.data.block.max.size": "1200" if kind == BlockType.AVRO_DATA
+               else "2600", "hoodie.logfile.data.block.format": block_format}
     result = run_log_compaction(HudiTable.open(str(path)), options=options)
     assert result is not None
     blocks = _lc_blocks(path, result.instant)
-    data = [b for _, b in blocks if b.block_type == BlockType.AVRO_DATA]
+    data = [b for _, b in blocks if b.block_type == kind]
     assert len(data) > 2 * 2  # more than one block per file group
     times = {b.header[HeaderKey.COMPACTED_BLOCK_TIMES] for _, b in blocks}
     assert len(times) == 1
@@ -273,7 +278,7 @@ def test_deletes_are_compacted_into_a_delete_block_of_their_own(tmp_path: Path) 
     result = run_log_compaction(HudiTable.open(str(path)))
     assert result is not None
     kinds = [b.block_type for _, b in _lc_blocks(path, result.instant)]
-    assert BlockType.DELETE in kinds and BlockType.AVRO_DATA in kinds
+    assert BlockType.DELETE in kinds and BlockType.PARQUET_DATA in kinds
     assert {k: v for k, v in snapshots(path).items() if k != result.instant} == before
     assert {r["id"] for r in rows(path)} == {"k0", "k1", "k2", "k4", "k5"}
 

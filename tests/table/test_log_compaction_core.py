@@ -117,7 +117,7 @@ def test_compaction_keeps_natural_order_deletes_that_wiped_a_key(
     assert before["a"] == (1, "t3-a") and "b" not in before
     log = _compact(t, list(reversed(TS[:5])))
     blocks = scan_log_file(t.storage, log.path)
-    assert [b.block_type for b in blocks] == [BlockType.DELETE, BlockType.AVRO_DATA]
+    assert [b.block_type for b in blocks] == [BlockType.DELETE, BlockType.PARQUET_DATA]
     assert {b.header[HeaderKey.COMPACTED_BLOCK_TIMES] for b in blocks} == {
         ",".join(reversed(TS[:5]))}
     _, report = t.merge()
