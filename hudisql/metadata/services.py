@@ -52,6 +52,7 @@ from hudisql.table.compaction import (
 )
 from hudisql.table.compaction import (
     compaction_metadata,
+    restart_compaction,
     revert_compaction,
 )
 from hudisql.table.compaction import (
@@ -336,12 +337,7 @@ def compaction_steps(mdt: MetadataTable) -> ServiceSteps:
         return stats, compaction_metadata(stats, S.schema_text())
 
     def restart(table: HudiTable, instant: Instant) -> Instant:
-        if instant.is_inflight:
-            revert_compaction(table.storage, table.timeline, instant.timestamp)
-            found = table.reload().timeline.get(instant.timestamp)
-            assert found is not None
-            instant = found
-        return table.timeline.reload().transition_to_inflight(instant)
+        return restart_compaction(table.storage, table.timeline, instant)
 
     def undo(table: HudiTable, instant: Instant,
              participants: Sequence[CommitParticipant]) -> None:

@@ -33,6 +33,7 @@ from hudisql.table.compaction import (
     execute_slice,
     late_writes,
     plan_slice,
+    restart_compaction,
     revert_compaction,
 )
 from hudisql.table.filenames import BaseFileName
@@ -91,12 +92,7 @@ def compaction_steps(table: HudiTable, options: Mapping[str, str],
         return stats, compaction_metadata(stats, schema)
 
     def restart(t: HudiTable, instant: Instant) -> Instant:
-        if instant.is_inflight:  # a dead or failed run: its base files go, the plan stays
-            revert_compaction(t.storage, t.timeline, instant.timestamp)
-            found = t.reload().timeline.get(instant.timestamp)
-            assert found is not None
-            instant = found
-        return t.timeline.reload().transition_to_inflight(instant)
+        return restart_compaction(t.storage, t.timeline, instant)
 
     def undo(t: HudiTable, instant: Instant,
              participants: Sequence[CommitParticipant]) -> None:

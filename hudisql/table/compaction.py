@@ -31,7 +31,7 @@ from hudisql.errors import TableServiceError
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.filenames import BaseFileName, LogFileName
 from hudisql.table.fsview import BaseFile, FileSlice, LogFile, VisibleInstants
-from hudisql.table.instant import Action
+from hudisql.table.instant import Action, Instant
 from hudisql.table.log.format import BlockType
 from hudisql.table.log.reader import scan_log_file
 from hudisql.table.merge import read_file_slice
@@ -57,6 +57,7 @@ __all__ = [
     "execute_slice",
     "late_writes",
     "plan_slice",
+    "restart_compaction",
     "revert_compaction",
 ]
 
@@ -242,6 +243,21 @@ def revert_compaction(storage: Storage, timeline: Timeline, instant_time: str) -
     storage.delete_dir(f"{MARKER_DIR}/{instant_time}")
     if instant.is_inflight:
         timeline.delete_pending(instant, keep_requested=True)
+
+
+def restart_compaction(storage: Storage, timeline: Timeline, instant: Instant) -> Instant:
+    """Make the pending compaction ``instant`` inflight for a new run: a dead or failed
+    run's base files go first (:func:`revert_compaction`), the plan stays.
+
+    Returns:
+        The inflight instant.
+    """
+    if instant.is_inflight:
+        revert_compaction(storage, timeline, instant.timestamp)
+    timeline = timeline.reload()
+    found = timeline.get(instant.timestamp)
+    assert found is not None and found.is_requested
+    return timeline.transition_to_inflight(found)
 
 
 def compaction_metadata(stats: Iterable[WriteStat], avro_schema: str) -> CommitMetadata:
