@@ -15,7 +15,8 @@ of each write), with the writer's options:
    with ``min(hoodie.cleaner.commits.retained, 20)``.
 4. Compaction (``L001``) once ``hoodie.metadata.compact.max.delta.commits`` (default 10)
    deltacommits completed since the last one; else, with
-   ``hoodie.metadata.log.compaction.enable``, log compaction (``L005``) of slices with
+   ``hoodie.metadata.log.compaction.enable`` (or ``hoodie.log.compaction.enable``), log
+   compaction (``L005``) of slices with
    ``hoodie.metadata.log.compaction.blocks.threshold`` (default 5) valid blocks.
 
 Instant names are Hudi's (``HoodieTableMetadataUtil.OperationSuffix``). Both services use
@@ -115,6 +116,9 @@ LOG_COMPACTION_SUFFIX = "005"
 MAX_DELTA_COMMITS = "hoodie.metadata.compact.max.delta.commits"
 LOG_COMPACTION_ENABLE = "hoodie.metadata.log.compaction.enable"
 LOG_COMPACTION_BLOCKS = "hoodie.metadata.log.compaction.blocks.threshold"
+#: Hudi: enabling log compaction (``hoodie.log.compaction.enable``) enables it on the
+#: metadata table too.
+DATA_LOG_COMPACTION_ENABLE = "hoodie.log.compaction.enable"
 CLEANER_COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
 #: Hudi's cap on the commits the metadata table's cleaner retains.
 MAX_CLEANER_COMMITS_RETAINED = 20
@@ -140,7 +144,8 @@ class MetadataServiceSettings:
             TableServiceError: a value that is not an integer of the least it may be.
         """
         d = cls()
-        enable = str(options.get(LOG_COMPACTION_ENABLE, "false")).strip().lower() == "true"
+        enable = any(str(options.get(key, "false")).strip().lower() == "true"
+                     for key in (LOG_COMPACTION_ENABLE, DATA_LOG_COMPACTION_ENABLE))
         retained = int_setting(options, CLEANER_COMMITS_RETAINED, d.commits_retained, 1)
         return cls(
             int_setting(options, MAX_DELTA_COMMITS, d.max_delta_commits, 1),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hudisql.errors import TableServiceError
 from hudisql.metadata.participant import MetadataTableParticipant, participants_for
 from hudisql.metadata.records import is_live
 from hudisql.metadata.services import (
@@ -227,6 +228,10 @@ def test_settings_and_file_listing_composition() -> None:
     assert MetadataServiceSettings.parse({}) == MetadataServiceSettings(10, False, 5, 10)
     assert MetadataServiceSettings.parse({"hoodie.cleaner.commits.retained": "50"}
                                          ).commits_retained == 20
+    # As in Hudi, enabling log compaction enables it on the metadata table too.
+    assert MetadataServiceSettings.parse({"hoodie.log.compaction.enable": "true"}).log_compaction
+    with pytest.raises(TableServiceError, match=r"max\.delta\.commits"):
+        MetadataServiceSettings.parse({"hoodie.metadata.compact.max.delta.commits": "0"})
     older = {"key": "p", "type": 2, "filesystemMetadata": {
         "a": {"size": 5, "isDeleted": False}, "b": {"size": 3, "isDeleted": False}}}
     newer = {"key": "p", "type": 2, "filesystemMetadata": {
