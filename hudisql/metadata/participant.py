@@ -44,6 +44,10 @@ class MetadataTableParticipant:
         changes: per ``(partition, file id)`` the commit touches, its rows before and after
             (:class:`RowChanges`), when the writer computed them on its executors; without
             them the record and secondary index updates read the touched slices.
+        options: the writer's options; ``hoodie.metadata.compact.max.delta.commits`` and
+            ``hoodie.metadata.log.compaction.*`` say when the metadata table compacts
+            itself (``hudisql.metadata.services``).
+        on_service_step: the step hook of those services (tests inject failures there).
     """
 
     def __init__(self, changes: Mapping[tuple[str, str], RowChanges] | None = None,
