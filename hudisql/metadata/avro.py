@@ -144,10 +144,28 @@ def encode_record(record: dict[str, Any]) -> bytes:
     """The Avro binary form of one metadata record."""
     out = bytearray()
     _string(out, record["key"])
+    out += _payload(record)
+    return bytes(out)
+
+
+def _payload(record: dict[str, Any]) -> bytes:
+    """Everything after the record's key: its type and the five optional payloads."""
+    out = bytearray()
     _long(out, record["type"])
     for name, write in _PAYLOADS:
         _opt(out, record.get(name), write)
     return bytes(out)
+
+
+def _payload_key(record: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A hashable form of a record-index or secondary-index record's payload (many records
+    of one commit share it), else None."""
+    if record.get("filesystemMetadata") is not None or record.get(
+            "BloomFilterMetadata") is not None or record.get("ColumnStatsMetadata") is not None:
+        return None
+    location, secondary = record.get("recordIndexMetadata"), record.get("SecondaryIndexMetadata")
+    return (record["type"], None if location is None else tuple(location.items()),
+            None if secondary is None else tuple(secondary.items()))
 
 
 # ------------------------------------------------------------------------------ decoding
@@ -295,8 +313,18 @@ _I32 = struct.Struct(">i")
 def data_block_content(records: Sequence[dict[str, Any]]) -> bytes:
     """An Avro data block's content: version, count, then length-prefixed records."""
     out = bytearray(_I32.pack(_CONTENT_VERSION) + _I32.pack(len(records)))
+    payloads: dict[tuple[Any, ...], bytes] = {}
     for record in records:
-        raw = encode_record(record)
+        shared = _payload_key(record)
+        if shared is None:
+            raw = encode_record(record)
+        else:
+            payload = payloads.get(shared)
+            if payload is None:
+                payload = payloads[shared] = _payload(record)
+            head = bytearray()
+            _string(head, record["key"])
+            raw = bytes(head) + payload
         out += _I32.pack(len(raw))
         out += raw
     return bytes(out)

@@ -48,14 +48,14 @@ from hudisql.metadata.records import (
     record_index_record,
     secondary_index_record,
 )
+from hudisql.metadata.row_changes import AsOf as _AsOf
 from hudisql.metadata.row_changes import Pair, RowChanges
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.filenames import BaseFileName
-from hudisql.table.fsview import FileSlice, FileSystemView, VisibleInstants
+from hudisql.table.fsview import FileSlice, FileSystemView
 from hudisql.table.merge import read_file_slice
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import Timeline
 
 __all__ = [
     "commit_updates",
@@ -65,25 +65,6 @@ __all__ = [
 ]
 
 _T = MetadataPartitionType
-
-
-class _AsOf(VisibleInstants):
-    """The data table as of one instant, with that instant counted in or out.
-
-    Counting it in whatever its state lets a commit about to complete (pending) and a
-    completed one the indexer's catch-up missed be handled alike; instants after it stay
-    out, so the difference is that instant's own.
-    """
-
-    def __init__(self, timeline: Timeline, instant_time: str, include: bool) -> None:
-        super().__init__(timeline, instant_time)
-        self.instant_time = instant_time
-        self.include = include
-
-    def __contains__(self, timestamp: object) -> bool:
-        if timestamp == self.instant_time:
-            return self.include
-        return super().__contains__(timestamp)
 
 
 def written_files(table: HudiTable, instant_time: str, metadata: CommitMetadata) -> list[DataFile]:

@@ -42,6 +42,7 @@ import dataclasses
 import itertools
 import json
 import math
+import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -60,11 +61,11 @@ from hudisql.metadata.participant import (
     participants_for,
     row_change_columns,
 )
-from hudisql.metadata.row_changes import RowChanges
+from hudisql.metadata.row_changes import RowChanges, log_write_changes
 from hudisql.progress import Progress, ProgressSink, progress_sink
 from hudisql.table.commit_metadata import WriteStat
-from hudisql.table.filenames import new_file_id, write_token
-from hudisql.table.fsview import FileSlice
+from hudisql.table.filenames import LogFileName, new_file_id, write_token
+from hudisql.table.fsview import FileSlice, LogFile
 from hudisql.table.log.format import DeleteRecord
 from hudisql.table.merge import read_file_slice
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
@@ -351,13 +352,17 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
         return write_base_file(storage, partition, file_id, instant, token, records,
                                spec.schema_text, compression=spec.compression), changes
     if spec.is_mor and not rewrite:
-        # The slice's rows after a log file depend on the merge with its base: the
-        # participant reads this group.
         base_file = file_slice.base_file.name if file_slice.base_file is not None else None
-        return write_log_file(storage, partition, file_id, file_slice.base_instant, instant,
+        stat = write_log_file(storage, partition, file_id, file_slice.base_instant, instant,
                               token, records, spec.schema_text, deletes=work.deletes,
                               attempt=attempt, base_file=base_file, num_updates=work.updates,
-                              expressions=expressions), None
+                              expressions=expressions)
+        if change_columns is None:
+            return stat, None
+        # The group's rows after the log, as the merged reader sees them (never decoded).
+        return stat, log_write_changes(
+            table, file_slice, instant, cols, records, [str(d.record_key) for d in work.deletes],
+            _written_logs(stat, file_slice, token), expressions is not None)
     merged, updated, deleted = merge_copy_on_write(table, work)
     changes = None
     if change_columns is not None:
@@ -367,6 +372,19 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
     return write_base_file(storage, partition, file_id, instant, token, merged, spec.schema_text,
                            prev_commit=file_slice.base_instant, num_updates=updated,
                            num_deletes=deleted, compression=spec.compression), changes
+
+
+def _written_logs(stat: WriteStat, file_slice: FileSlice, token: str) -> list[LogFile]:
+    """The log files a write stat names, as the file-system view would list them."""
+    out = []
+    for name in stat.log_files or ():
+        parsed = LogFileName.parse(name)
+        assert parsed is not None
+        path = posixpath.join(file_slice.partition_path, name) if file_slice.partition_path \
+            else name
+        out.append(LogFile(path, file_slice.file_id, parsed.base_instant, parsed.version,
+                           parsed.write_token or token, 0))
+    return out
 
 
 # -- the driver -----------------------------------------------------------------------------
