@@ -157,17 +157,6 @@ def _payload(record: dict[str, Any]) -> bytes:
     return bytes(out)
 
 
-def _payload_key(record: dict[str, Any]) -> tuple[Any, ...] | None:
-    """A hashable form of a record-index or secondary-index record's payload (many records
-    of one commit share it), else None."""
-    if record.get("filesystemMetadata") is not None or record.get(
-            "BloomFilterMetadata") is not None or record.get("ColumnStatsMetadata") is not None:
-        return None
-    location, secondary = record.get("recordIndexMetadata"), record.get("SecondaryIndexMetadata")
-    return (record["type"], None if location is None else tuple(location.items()),
-            None if secondary is None else tuple(secondary.items()))
-
-
 # ------------------------------------------------------------------------------ decoding
 
 
@@ -310,23 +299,36 @@ _CONTENT_VERSION = 3
 _I32 = struct.Struct(">i")
 
 
-def data_block_content(records: Sequence[dict[str, Any]]) -> bytes:
-    """An Avro data block's content: version, count, then length-prefixed records."""
-    out = bytearray(_I32.pack(_CONTENT_VERSION) + _I32.pack(len(records)))
-    payloads: dict[tuple[Any, ...], bytes] = {}
+def data_block_content(
+    records: Sequence[dict[str, Any]],
+    shared: Sequence[tuple[Sequence[str], dict[str, Any]]] = (),
+) -> bytes:
+    """An Avro data block's content: version, count, then length-prefixed records.
+
+    ``shared``: (keys, template) pairs, records that are ``template`` with each key; their
+    payload (all but the key) is encoded once.
+    """
+    count = len(records) + sum(len(keys) for keys, _ in shared)
+    out = bytearray(_I32.pack(_CONTENT_VERSION) + _I32.pack(count))
     for record in records:
-        shared = _payload_key(record)
-        if shared is None:
-            raw = encode_record(record)
-        else:
-            payload = payloads.get(shared)
-            if payload is None:
-                payload = payloads[shared] = _payload(record)
-            head = bytearray()
-            _string(head, record["key"])
-            raw = bytes(head) + payload
+        raw = encode_record(record)
         out += _I32.pack(len(raw))
         out += raw
+    pack = _I32.pack
+    for keys, template in shared:
+        payload = _payload(template)
+        heads: dict[int, bytes] = {}  # key byte length -> record length and key length
+        for key in keys:
+            raw_key = key.encode("utf-8")
+            head = heads.get(len(raw_key))
+            if head is None:
+                prefix = bytearray()
+                _long(prefix, len(raw_key))
+                head = heads[len(raw_key)] = pack(
+                    len(prefix) + len(raw_key) + len(payload)) + bytes(prefix)
+            out += head
+            out += raw_key
+            out += payload
     return bytes(out)
 
 

@@ -32,11 +32,17 @@ from hudisql.metadata.builders import (
     index_spec,
 )
 from hudisql.metadata.config import IndexDefinition, completed_partitions, load_index_definitions
-from hudisql.metadata.keys import RecordLocation, column_index_id, partition_index_id
+from hudisql.metadata.keys import (
+    RecordLocation,
+    column_index_id,
+    partition_index_id,
+    secondary_index_key,
+)
 from hudisql.metadata.partitions import MetadataPartitionType
 from hudisql.metadata.records import (
     ColumnRange,
     PartitionUpdate,
+    SharedRecords,
     all_partitions_record,
     bloom_filter_record,
     column_range,
@@ -262,8 +268,9 @@ def _row_updates(
         for spec in specs:
             if spec.kind == _T.RECORD_INDEX:
                 inserted.update(change.inserted)
-                out[spec.partition].records.extend(
-                    record_index_record(k, location) for k in change.inserted)
+                if change.inserted:  # one payload: the group's location
+                    out[spec.partition].shared.append(SharedRecords(
+                        list(change.inserted), record_index_record("", location)))
                 deleted.update(change.removed)
                 continue
             column = spec.source_fields[0]
@@ -281,11 +288,11 @@ def _row_updates(
             out[spec.partition].deletes.extend(sorted(deleted - inserted))
         else:
             gone, added = pairs[spec.partition]
-            records = out[spec.partition].records
-            records.extend(secondary_index_record(v, k, deleted=True)
-                           for v, k in sorted(gone - added, key=_pair_order))
-            records.extend(secondary_index_record(v, k)
-                           for v, k in sorted(added - gone, key=_pair_order))
+            for entries, voided in ((gone - added, True), (added - gone, False)):
+                if entries:  # one payload: isDeleted
+                    out[spec.partition].shared.append(SharedRecords(
+                        [secondary_index_key(v, k) for v, k in sorted(entries, key=_pair_order)],
+                        secondary_index_record(None, "", deleted=voided)))
     return out
 
 
