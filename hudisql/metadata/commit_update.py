@@ -67,6 +67,7 @@ __all__ = [
     "commit_updates",
     "deleted_files_updates",
     "row_changes",
+    "stats_columns",
     "written_files",
 ]
 
@@ -96,6 +97,7 @@ def commit_updates(
     partitions: Sequence[str],
     definitions: Mapping[str, IndexDefinition] | None = None,
     changes: Mapping[tuple[str, str], RowChanges] | None = None,
+    file_stats: Mapping[str, Sequence[ColumnRange]] | None = None,
 ) -> dict[str, PartitionUpdate]:
     """The records the commit ``instant_time`` adds to each of ``partitions``.
 
@@ -105,20 +107,22 @@ def commit_updates(
         partitions: the metadata partitions to update (built and being built).
         changes: per touched ``(partition, file id)``, the rows before and after, when the
             writer computed them (else they are read from the table).
+        file_stats: per written file (path relative to the table), the ranges of the
+            columns of :func:`stats_columns`, when the writer computed them (else the file
+            is read: a log file decoded).
     """
     defs = load_index_definitions(table) if definitions is None else definitions
     files = written_files(table, instant_time, metadata)
     specs = [index_spec(table, p, defs) for p in partitions]
     out = {p: PartitionUpdate() for p in partitions}
-    ranges: dict[str, list[ColumnRange]] = {}
+    ranges: dict[str, list[ColumnRange]] = {p: list(r) for p, r in (file_stats or {}).items()}
 
     def ranges_of(f: DataFile, columns: Sequence[str]) -> list[ColumnRange]:
         if f.path not in ranges:
             ranges[f.path] = file_ranges(table, f, columns)
         return [r for r in ranges[f.path] if r.column in columns]
 
-    stats_columns = sorted({c for s in specs if s.kind in (_T.COLUMN_STATS, _T.PARTITION_STATS)
-                            for c in s.source_fields})
+    stats_columns = _stats_columns(specs)
     for spec in specs:
         update = out[spec.partition]
         if spec.kind == _T.FILES:
@@ -146,6 +150,18 @@ def commit_updates(
         for partition, update in found.items():
             out[partition].extend(update)
     return out
+
+
+def _stats_columns(specs: Sequence[IndexSpec]) -> list[str]:
+    return sorted({c for s in specs if s.kind in (_T.COLUMN_STATS, _T.PARTITION_STATS)
+                   for c in s.source_fields})
+
+
+def stats_columns(table: HudiTable, partitions: Sequence[str]) -> list[str]:
+    """The columns whose ranges a commit to ``partitions`` records per written file (column
+    and partition stats); a writer that computes them passes them as ``file_stats``."""
+    defs = load_index_definitions(table)
+    return _stats_columns([index_spec(table, p, defs) for p in partitions])
 
 
 def _files_update(files: Sequence[DataFile], metadata: CommitMetadata) -> PartitionUpdate:

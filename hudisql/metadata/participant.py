@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from hudisql.errors import MetadataTableError
 from hudisql.metadata.builders import index_spec
-from hudisql.metadata.commit_update import commit_updates, deleted_files_updates
+from hudisql.metadata.commit_update import commit_updates, deleted_files_updates, stats_columns
 from hudisql.metadata.config import (
     completed_partitions,
     has_metadata_table,
@@ -22,6 +22,7 @@ from hudisql.metadata.config import (
     load_index_definitions,
 )
 from hudisql.metadata.partitions import MetadataPartitionType as T
+from hudisql.metadata.records import ColumnRange
 from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.commit_metadata import CommitMetadata
@@ -30,7 +31,8 @@ from hudisql.table.properties import WRITE_VERSION
 from hudisql.table.table import HudiTable
 from hudisql.txn.participant import CommitParticipant
 
-__all__ = ["MetadataTableParticipant", "participants_for", "row_change_columns"]
+__all__ = ["MetadataTableParticipant", "file_stats_columns", "participants_for",
+           "row_change_columns"]
 
 
 class MetadataTableParticipant:
@@ -40,10 +42,15 @@ class MetadataTableParticipant:
         changes: per ``(partition, file id)`` the commit touches, its rows before and after
             (:class:`RowChanges`), when the writer computed them on its executors; without
             them the record and secondary index updates read the touched slices.
+        file_stats: per written file (relative path), its column ranges, when the writer
+            computed them (:func:`stats_columns`); else the column and partition stats
+            read the files.
     """
 
-    def __init__(self, changes: Mapping[tuple[str, str], RowChanges] | None = None) -> None:
+    def __init__(self, changes: Mapping[tuple[str, str], RowChanges] | None = None,
+                 file_stats: Mapping[str, Sequence[ColumnRange]] | None = None) -> None:
         self.changes = changes
+        self.file_stats = file_stats
 
     def on_commit(self, table: HudiTable, instant: Instant, metadata: CommitMetadata) -> None:
         """Write the deltacommit ``instant.timestamp`` to every built and being-built partition.
@@ -56,7 +63,7 @@ class MetadataTableParticipant:
         if not partitions:
             return
         updates = commit_updates(table, instant.timestamp, metadata, partitions,
-                                 changes=self.changes)
+                                 changes=self.changes, file_stats=self.file_stats)
         MetadataTable(table).write_deltacommit(instant.timestamp, updates)
 
     def on_clean(self, table: HudiTable, instant: Instant,
@@ -102,6 +109,15 @@ def participants_for(table: HudiTable) -> list[CommitParticipant]:
     if has_metadata_table(table.properties) or MetadataTable.exists_for(table):
         return [MetadataTableParticipant()]
     return []
+
+
+def file_stats_columns(table: HudiTable) -> tuple[str, ...] | None:
+    """The columns a writer computes each log file's ranges of (column and partition
+    stats), or None when the table keeps neither (built or being built)."""
+    props = table.properties
+    partitions = sorted(set(completed_partitions(props)) | set(inflight_partitions(props)))
+    columns = stats_columns(table, partitions) if partitions else []
+    return tuple(columns) if columns else None
 
 
 def row_change_columns(table: HudiTable) -> tuple[str, ...] | None:

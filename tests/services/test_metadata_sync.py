@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from hudisql.metadata import commit_update
+from hudisql.metadata.builders import DataFile
 from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable
 from hudisql.session import HudiSession, HudiTableHandle
@@ -186,8 +187,9 @@ def test_copy_on_write_writes_hand_their_row_changes_from_the_tasks(
 
 def test_merge_on_read_log_writes_hand_their_row_changes_from_the_tasks(
         session: HudiSession, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Log files get their record and secondary index changes from the write tasks too,
-    so the metadata participant reads no file group: an update that changes the indexed
+    """Log files get their record and secondary index changes and their column stats
+    from the write tasks too, so the metadata participant reads no file group and decodes
+    no log file: an update that changes the indexed
     value, a stale update that loses on the precombine field, a delete, a MERGE that
     updates one key and deletes another in one log file, and an expression update (the
     task reads the group back with its new log), each validated exactly."""
@@ -207,8 +209,17 @@ def test_merge_on_read_log_writes_hand_their_row_changes_from_the_tasks(
         read_by_participant.extend(found)
         return found
 
+    decoded: list[str] = []
+    original_ranges = commit_update.file_ranges
+
+    def participant_decodes(table: HudiTable, f: DataFile, columns: list[str]) -> object:
+        if f.is_log:
+            decoded.append(f.path)
+        return original_ranges(table, f, columns)
+
     monkeypatch.setattr(SparkWriter, "_tag_and_write", spy)
     monkeypatch.setattr(commit_update, "row_changes", participant_reads)
+    monkeypatch.setattr(commit_update, "file_ranges", participant_decodes)
 
     def step(sql: str, hudi_rs: bool = True) -> RowChanges:
         session.sql(sql)
@@ -241,4 +252,5 @@ def test_merge_on_read_log_writes_hand_their_row_changes_from_the_tasks(
     gone = step("DELETE FROM trips WHERE uuid = 'a'", hudi_rs=False)
     assert gone.removed == ["a"] and gone.secondary["rider"] == ([("r5", "a")], [])
     assert read_by_participant == []
+    assert decoded == []  # the tasks gave each log file's column stats too
     assert handle.read().where("city = 'sf'").count() == 0
