@@ -59,7 +59,9 @@ from pyspark.sql.types import StructType
 import hudisql
 from hudisql.read.datasource import read_slice_batches, spark_schema
 from hudisql.read.snapshot import SPLIT_TOUCHED
+from hudisql.table.commit_metadata import NULL_COMMIT
 from hudisql.table.small_files import SMALL_FILE_LIMIT
+from hudisql.table.table import HudiTable
 from hudisql.table.write_create import create_table
 from hudisql.table.write_files import COMPRESSION_CODEC
 
@@ -168,6 +170,15 @@ def _spark_rewrite(spark, base, batch, work: Path, codec: str) -> None:  # type:
         "compression", codec).parquet(str(work / "plain_rewritten"))
 
 
+def _rewritten_rows(path: str) -> int:
+    """Stored rows the table's last commit carried over into rewritten base files."""
+    table = HudiTable.open(path)
+    last = table.timeline.completed()[-1]
+    return sum(s.num_writes - s.num_inserts - s.num_update_writes
+               for s in table.timeline.commit_metadata(last).write_stats()
+               if s.prev_commit not in (None, NULL_COMMIT) and not s.log_files)
+
+
 def _index_types_known() -> tuple[str, ...]:
     """The ``hoodie.index.type`` values this build of hudisql tags with."""
     try:
@@ -236,7 +247,7 @@ def _time_delta(base, batch, work: Path, repeat: int) -> float:  # type: ignore[
 def _print_upserts(args: argparse.Namespace, upsert_rows: int, n_updates: int, load: float,
                    t_upsert: float, t_upsert_off: float, t_parquet_write: float,
                    t_floor_upsert: float, by_type: dict[str, float | None], t_delta: float,
-                   t_rewrite: float, rows: int | None = None) -> None:
+                   t_rewrite: float, rewritten: int, rows: int | None = None) -> None:
     final = "" if rows is None else f"; final rows {rows}"
     print(f"table: {args.rows} rows MOR (bulk insert {load:.1f}s), upsert {upsert_rows} "
           f"({n_updates} updates){final}; local[2]; parquet codec {args.codec}; best of "
@@ -248,9 +259,17 @@ def _print_upserts(args: argparse.Namespace, upsert_rows: int, n_updates: int, l
           f"{t_upsert_off / t_parquet_write:>8.2f}  (reported: {SMALL_FILE_LIMIT}=0)")
     print(f"{'Spark-only tag + write floor':<34}{t_floor_upsert:>10.2f}{t_parquet_write:>12.2f}"
           f"{t_floor_upsert / t_parquet_write:>8.2f}  (reported: join to stored keys, write)")
+    # What rewriting the small files costs per stored row it carries over, against what
+    # Spark's parquet write costs per row (the rewrite should cost about its rows).
+    extra = t_upsert - t_upsert_off
+    per_row = extra / rewritten * 1e6 if rewritten else 0.0
+    spark_row = t_parquet_write / upsert_rows * 1e6
+    print(f"{'small-file rewrite, per stored row':<34}{per_row:>9.2f}u{spark_row:>11.2f}u"
+          f"{per_row / spark_row:>8.2f}  (reported: {extra:.2f} s for {rewritten} rows "
+          "carried over vs Spark's parquet write per row)")
     timed = {k: v for k, v in by_type.items() if v is not None}
     for name, seconds in by_type.items():
-        label = f"upsert {name} vs delta-rs MERGE"
+        label = f"upsert {name} vs delta-rs"
         if seconds is None:
             print(f"{label:<34}{'-':>10}{t_delta:>12.2f}{'-':>8}  (not in this build)")
             continue
@@ -298,6 +317,7 @@ def main() -> None:
         t_upsert_off = _time_upserts(session, handle, batch, work, args.repeat, "hudi_off",
                                      **{SMALL_FILE_LIMIT: "0"})
         t_upsert = _time_upserts(session, handle, batch, work, args.repeat, "")
+        rewritten = _rewritten_rows(path)
         t_parquet_write = _best(args.repeat, lambda: batch.write.mode("overwrite").option(
             "compression", args.codec).parquet(str(work / "plain_upsert")))
         t_rewrite = _best(args.repeat, lambda: _spark_rewrite(
@@ -306,7 +326,8 @@ def main() -> None:
         t_delta = _time_delta(base, batch, work, args.repeat)
         if args.no_reads:
             _print_upserts(args, upsert_rows, n_updates, load, t_upsert, t_upsert_off,
-                           t_parquet_write, t_floor_upsert, by_type, t_delta, t_rewrite)
+                           t_parquet_write, t_floor_upsert, by_type, t_delta, t_rewrite,
+                           rewritten)
             return
         off = session.table_at(str(work / "hudi_off"))
         # The equivalent plain parquet: the table's final rows, data columns only.
@@ -357,7 +378,8 @@ def main() -> None:
         session.stop()
         shutil.rmtree(work, ignore_errors=True)
     _print_upserts(args, upsert_rows, n_updates, load, t_upsert, t_upsert_off,
-                   t_parquet_write, t_floor_upsert, by_type, t_delta, t_rewrite, rows)
+                   t_parquet_write, t_floor_upsert, by_type, t_delta, t_rewrite, rewritten,
+                   rows)
     print(f"{'snapshot read vs parquet read':<34}{t_read:>10.2f}{t_parquet_read:>12.2f}"
           f"{t_read / t_parquet_read:>8.2f}  <= 1.5")
     print(f"{'read, table written small off':<34}{t_read_off:>10.2f}{t_parquet_read:>12.2f}"
