@@ -1,6 +1,6 @@
 """Index benchmark: building each index type, and an upsert that keeps indexes in sync.
 
-    .venv/bin/python benchmarks/bench_index.py [--rows 5000000] [--repeat 3]
+    .venv/bin/python benchmarks/bench_index.py [--rows 5000000] [--repeat 3] [--upsert-only]
 
 Builds a merge-on-read trips table of ``--rows`` rows (bulk insert), then times:
 
