@@ -50,7 +50,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -217,15 +219,30 @@ def _pristine(work: Path) -> Path:
     return work / "hudi_pristine"
 
 
-def _time_delta(base, batch, work: Path, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    """Best time of delta-rs MERGE of ``batch`` into a Delta table of ``base``'s rows,
-    partitioned by city, on ``repeat`` identical copies (update all on a matched key,
-    insert the rest; the partition is part of the match, as with Hudi's keys)."""
+def _arrow_records(start: int, count: int, ts: int) -> pa.Table:
+    """The rows of :func:`_records` built by pyarrow (no Spark driver memory needed)."""
+    ids = np.arange(start, start + count, dtype=np.int64)
+
+    def text(prefix: str, values: np.ndarray) -> pa.Array:
+        return pc.binary_join_element_wise(prefix, pa.array(values).cast(pa.string()), "")
+
+    return pa.table({"uuid": text("key-", ids), "ts": pa.array(np.full(count, ts, np.int64)),
+                     "rider": text("rider-", ids % 1000),
+                     "fare": pa.array((ids % 997).astype(np.float64) / 10),
+                     "city": text("city-", ids % 8)}, schema=SCHEMA)
+
+
+def _time_delta(rows: int, start: int, count: int, work: Path,
+                repeat: int) -> float:
+    """Best time of delta-rs MERGE of the upsert's rows into a Delta table of the ``rows``
+    base rows, partitioned by city, on ``repeat`` identical copies (update all on a
+    matched key, insert the rest; the partition is part of the match, as with Hudi's
+    keys)."""
     from deltalake import DeltaTable, write_deltalake
 
-    source = batch.toArrow()
+    source = _arrow_records(start, count, 2)
     path = work / "delta"
-    write_deltalake(str(path), base.toArrow(), partition_by=["city"])
+    write_deltalake(str(path), _arrow_records(0, rows, 1), partition_by=["city"])
     best = math.inf
     for i in range(repeat):
         copy = work / f"delta_copy{i}"
@@ -322,8 +339,13 @@ def main() -> None:
             str(work / "plain_base"))
         t_rewrite = _best(args.repeat, lambda: _spark_rewrite(
             spark, base, batch, work, args.codec))
+        print(f"upsert {t_upsert:.2f} s, small files off {t_upsert_off:.2f} s, parquet write "
+              f"{t_parquet_write:.2f} s, Spark rewrite {t_rewrite:.2f} s, floor "
+              f"{t_floor_upsert:.2f} s", flush=True)
         by_type = _time_index_types(session, handle, base, batch, work, args)
-        t_delta = _time_delta(base, batch, work, args.repeat)
+        print(f"by index type {by_type}", flush=True)
+        t_delta = _time_delta(args.rows, args.rows - n_updates, upsert_rows, work, args.repeat)
+        print(f"delta-rs MERGE {t_delta:.2f} s", flush=True)
         if args.no_reads:
             _print_upserts(args, upsert_rows, n_updates, load, t_upsert, t_upsert_off,
                            t_parquet_write, t_floor_upsert, by_type, t_delta, t_rewrite,
