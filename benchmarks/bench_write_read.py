@@ -25,6 +25,16 @@ touched keys (``hudisql.read.split.touched.keys``, off by default). Two rows giv
 Spark alone doing an upsert's unavoidable work (join the records to the stored keys, write
 them as parquet; no Hudi, no Python), and the table's row count read from memory through a
 bare Python data source.
+
+Index types and other engines (issue #13): the same upsert with each ``hoodie.index.type``
+(``--index-types``; ``SIMPLE`` on the table above, ``BLOOM`` and ``RECORD_INDEX`` on copies
+of it, the latter after building its record index, untimed; ``BUCKET`` on a table
+bulk-inserted with ``--buckets`` buckets per partition), against the ``deltalake``
+package's (delta-rs) MERGE of the same rows into a Delta table of the same base rows,
+partitioned the same way (goal: best index type <= 3.0x delta-rs), and against Spark
+rewriting the plain parquet table in full (its rows minus the upserted keys, plus the
+upserted rows: what a format without an index does). An index type this build does not
+know is reported as such. ``--no-reads`` skips the reads.
 """
 
 from __future__ import annotations
@@ -40,7 +50,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -49,9 +61,16 @@ from pyspark.sql.types import StructType
 import hudisql
 from hudisql.read.datasource import read_slice_batches, spark_schema
 from hudisql.read.snapshot import SPLIT_TOUCHED
+from hudisql.table.commit_metadata import NULL_COMMIT
 from hudisql.table.small_files import SMALL_FILE_LIMIT
+from hudisql.table.table import HudiTable
 from hudisql.table.write_create import create_table
 from hudisql.table.write_files import COMPRESSION_CODEC
+
+#: Hudi's index options (``hoodie.index.type`` picks how an upsert finds stored keys).
+INDEX_TYPE = "hoodie.index.type"
+BUCKET_NUM = "hoodie.bucket.index.num.buckets"
+INDEX_TYPES = ("SIMPLE", "BLOOM", "RECORD_INDEX", "BUCKET")
 
 SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()),
                     ("fare", pa.float64()), ("city", pa.string())])
@@ -141,6 +160,142 @@ def _records(spark, start: int, count: int, ts: int):  # type: ignore[no-untyped
         "concat('city-', CAST(id % 8 AS STRING)) AS city")
 
 
+def _spark_rewrite(spark, base, batch, work: Path, codec: str) -> None:  # type: ignore[no-untyped-def]
+    """Spark upserting into a plain parquet table by rewriting it in full: the stored rows
+    whose key the batch does not hold, plus the batch (no index, no Hudi)."""
+    stored = spark.read.parquet(str(work / "plain_base"))
+    kept = stored.join(batch.select("uuid"), ["uuid"], "left_anti")
+    kept.unionByName(batch).write.mode("overwrite").partitionBy("city").option(
+        "compression", codec).parquet(str(work / "plain_rewritten"))
+
+
+def _rewritten_rows(path: str) -> int:
+    """Stored rows the table's last commit carried over into rewritten base files."""
+    table = HudiTable.open(path)
+    last = table.timeline.completed()[-1]
+    return sum(s.num_writes - s.num_inserts - s.num_update_writes
+               for s in table.timeline.commit_metadata(last).write_stats()
+               if s.prev_commit not in (None, NULL_COMMIT) and not s.log_files)
+
+
+def _index_types_known() -> tuple[str, ...]:
+    """The ``hoodie.index.type`` values this build of hudisql tags with."""
+    try:
+        from hudisql.write.index_settings import INDEX_TYPES as known
+    except ImportError:  # before the index types landed: the simple index only
+        return ("SIMPLE",)
+    return tuple(known)
+
+
+def _time_index_types(session, handle, base, batch, work: Path,  # type: ignore[no-untyped-def]
+                      args: argparse.Namespace) -> dict[str, float | None]:
+    """Best upsert time per index type (None: this build does not know the type). SIMPLE
+    is timed on copies of ``handle``'s table, as the default upsert above."""
+    known = _index_types_known()
+    out: dict[str, float | None] = {}
+    for name in [t.strip().upper() for t in args.index_types.split(",") if t.strip()]:
+        if name not in known:
+            out[name] = None
+            continue
+        options = {INDEX_TYPE: name}
+        if name == "BUCKET":
+            path = work / "hudi_bucket"
+            create_table(path, "bench_bucket", SCHEMA, "uuid", "city", "ts", "MERGE_ON_READ",
+                         options={INDEX_TYPE: "BUCKET", BUCKET_NUM: str(args.buckets)})
+            source = session.table_at(str(path))
+            source.bulk_insert(base)
+        else:
+            copy = work / f"hudi_{name.lower()}"
+            shutil.copytree(_pristine(work), copy)
+            source = session.table_at(str(copy))
+            if name == "RECORD_INDEX":
+                source.indexes.create("record_index", ["uuid"])
+        out[name] = _time_upserts(session, source, batch, work, args.repeat, "", **options)
+    return out
+
+
+def _pristine(work: Path) -> Path:
+    """The copy of the loaded table taken before any upsert."""
+    return work / "hudi_pristine"
+
+
+def _arrow_records(start: int, count: int, ts: int) -> pa.Table:
+    """The rows of :func:`_records` built by pyarrow (no Spark driver memory needed)."""
+    ids = np.arange(start, start + count, dtype=np.int64)
+
+    def text(prefix: str, values: np.ndarray) -> pa.Array:
+        return pc.binary_join_element_wise(prefix, pa.array(values).cast(pa.string()), "")
+
+    return pa.table({"uuid": text("key-", ids), "ts": pa.array(np.full(count, ts, np.int64)),
+                     "rider": text("rider-", ids % 1000),
+                     "fare": pa.array((ids % 997).astype(np.float64) / 10),
+                     "city": text("city-", ids % 8)}, schema=SCHEMA)
+
+
+def _time_delta(rows: int, start: int, count: int, work: Path,
+                repeat: int) -> float:
+    """Best time of delta-rs MERGE of the upsert's rows into a Delta table of the ``rows``
+    base rows, partitioned by city, on ``repeat`` identical copies (update all on a
+    matched key, insert the rest; the partition is part of the match, as with Hudi's
+    keys)."""
+    from deltalake import DeltaTable, write_deltalake
+
+    source = _arrow_records(start, count, 2)
+    path = work / "delta"
+    write_deltalake(str(path), _arrow_records(0, rows, 1), partition_by=["city"])
+    best = math.inf
+    for i in range(repeat):
+        copy = work / f"delta_copy{i}"
+        shutil.copytree(path, copy)
+        table = DeltaTable(str(copy))
+
+        def merge(table: DeltaTable = table) -> None:
+            (table.merge(source=source, predicate="t.city = s.city AND t.uuid = s.uuid",
+                         source_alias="s", target_alias="t")
+             .when_matched_update_all().when_not_matched_insert_all().execute())
+
+        best = min(best, _timed(merge))
+    return best
+
+
+def _print_upserts(args: argparse.Namespace, upsert_rows: int, n_updates: int, load: float,
+                   t_upsert: float, t_upsert_off: float, t_parquet_write: float,
+                   t_floor_upsert: float, by_type: dict[str, float | None], t_delta: float,
+                   t_rewrite: float, rewritten: int, rows: int | None = None) -> None:
+    final = "" if rows is None else f"; final rows {rows}"
+    print(f"table: {args.rows} rows MOR (bulk insert {load:.1f}s), upsert {upsert_rows} "
+          f"({n_updates} updates){final}; local[2]; parquet codec {args.codec}; best of "
+          f"{args.repeat}")
+    print(f"{'scenario':<34}{'hudisql s':>10}{'baseline s':>12}{'ratio':>8}  goal")
+    print(f"{'upsert vs parquet write':<34}{t_upsert:>10.2f}{t_parquet_write:>12.2f}"
+          f"{t_upsert / t_parquet_write:>8.2f}  <= 2.5")
+    print(f"{'upsert, small files off':<34}{t_upsert_off:>10.2f}{t_parquet_write:>12.2f}"
+          f"{t_upsert_off / t_parquet_write:>8.2f}  (reported: {SMALL_FILE_LIMIT}=0)")
+    print(f"{'Spark-only tag + write floor':<34}{t_floor_upsert:>10.2f}{t_parquet_write:>12.2f}"
+          f"{t_floor_upsert / t_parquet_write:>8.2f}  (reported: join to stored keys, write)")
+    # What rewriting the small files costs per stored row it carries over, against what
+    # Spark's parquet write costs per row (the rewrite should cost about its rows).
+    extra = t_upsert - t_upsert_off
+    per_row = extra / rewritten * 1e6 if rewritten else 0.0
+    spark_row = t_parquet_write / upsert_rows * 1e6
+    print(f"{'small-file rewrite, per stored row':<34}{per_row:>9.2f}u{spark_row:>11.2f}u"
+          f"{per_row / spark_row:>8.2f}  (reported: {extra:.2f} s for {rewritten} rows "
+          "carried over vs Spark's parquet write per row)")
+    timed = {k: v for k, v in by_type.items() if v is not None}
+    for name, seconds in by_type.items():
+        label = f"upsert {name} vs delta-rs"
+        if seconds is None:
+            print(f"{label:<34}{'-':>10}{t_delta:>12.2f}{'-':>8}  (not in this build)")
+            continue
+        print(f"{label:<34}{seconds:>10.2f}{t_delta:>12.2f}{seconds / t_delta:>8.2f}"
+              f"  {'<= 3.0 (best type)' if seconds == min(timed.values()) else '(reported)'}")
+    if timed:
+        best = min(timed, key=lambda k: timed[k])
+        print(f"{'upsert ' + best + ' vs Spark rewrite':<34}{timed[best]:>10.2f}"
+              f"{t_rewrite:>12.2f}{timed[best] / t_rewrite:>8.2f}  (reported: plain parquet "
+              "rewritten in full)")
+
+
 def main() -> None:
     """Run the benchmark and print its table."""
     parser = argparse.ArgumentParser()
@@ -148,6 +303,11 @@ def main() -> None:
     parser.add_argument("--updates", type=float, default=0.1)
     parser.add_argument("--repeat", type=int, default=5, help="runs per scenario; best is kept")
     parser.add_argument("--codec", default="snappy", help="parquet codec of both sides")
+    parser.add_argument("--index-types", default=",".join(INDEX_TYPES),
+                        help="comma-separated hoodie.index.type values to time")
+    parser.add_argument("--buckets", type=int, default=4,
+                        help="buckets per partition of the BUCKET table")
+    parser.add_argument("--no-reads", action="store_true", help="time the upserts only")
     args = parser.parse_args()
     upsert_rows = args.rows // 5
     n_updates = int(upsert_rows * args.updates)
@@ -161,6 +321,7 @@ def main() -> None:
         handle = session.table_at(path)
         base = _records(spark, 0, args.rows, 1)
         load = _timed(lambda: handle.bulk_insert(base))
+        shutil.copytree(path, _pristine(work))
         # The upsert: n_updates existing keys (newer ts), the rest new keys.
         batch = _records(spark, args.rows - n_updates, upsert_rows, 2).cache()
         batch.count()
@@ -170,8 +331,26 @@ def main() -> None:
         t_upsert_off = _time_upserts(session, handle, batch, work, args.repeat, "hudi_off",
                                      **{SMALL_FILE_LIMIT: "0"})
         t_upsert = _time_upserts(session, handle, batch, work, args.repeat, "")
+        rewritten = _rewritten_rows(path)
         t_parquet_write = _best(args.repeat, lambda: batch.write.mode("overwrite").option(
             "compression", args.codec).parquet(str(work / "plain_upsert")))
+        # The plain parquet table of the base rows (untimed), then its rewrite (timed).
+        base.write.partitionBy("city").option("compression", args.codec).parquet(
+            str(work / "plain_base"))
+        t_rewrite = _best(args.repeat, lambda: _spark_rewrite(
+            spark, base, batch, work, args.codec))
+        print(f"upsert {t_upsert:.2f} s, small files off {t_upsert_off:.2f} s, parquet write "
+              f"{t_parquet_write:.2f} s, Spark rewrite {t_rewrite:.2f} s, floor "
+              f"{t_floor_upsert:.2f} s", flush=True)
+        by_type = _time_index_types(session, handle, base, batch, work, args)
+        print(f"by index type {by_type}", flush=True)
+        t_delta = _time_delta(args.rows, args.rows - n_updates, upsert_rows, work, args.repeat)
+        print(f"delta-rs MERGE {t_delta:.2f} s", flush=True)
+        if args.no_reads:
+            _print_upserts(args, upsert_rows, n_updates, load, t_upsert, t_upsert_off,
+                           t_parquet_write, t_floor_upsert, by_type, t_delta, t_rewrite,
+                           rewritten)
+            return
         off = session.table_at(str(work / "hudi_off"))
         # The equivalent plain parquet: the table's final rows, data columns only.
         handle.read(columns=SCHEMA.names).write.mode("overwrite").option(
@@ -220,15 +399,9 @@ def main() -> None:
     finally:
         session.stop()
         shutil.rmtree(work, ignore_errors=True)
-    print(f"table: {args.rows} rows MOR (bulk insert {load:.1f}s), upsert {upsert_rows} "
-          f"({n_updates} updates); final rows {rows}; local[2]; parquet codec {args.codec}")
-    print(f"{'scenario':<34}{'hudisql s':>10}{'baseline s':>12}{'ratio':>8}  goal")
-    print(f"{'upsert vs parquet write':<34}{t_upsert:>10.2f}{t_parquet_write:>12.2f}"
-          f"{t_upsert / t_parquet_write:>8.2f}  <= 2.5")
-    print(f"{'upsert, small files off':<34}{t_upsert_off:>10.2f}{t_parquet_write:>12.2f}"
-          f"{t_upsert_off / t_parquet_write:>8.2f}  (reported: {SMALL_FILE_LIMIT}=0)")
-    print(f"{'Spark-only tag + write floor':<34}{t_floor_upsert:>10.2f}{t_parquet_write:>12.2f}"
-          f"{t_floor_upsert / t_parquet_write:>8.2f}  (reported: join to stored keys, write)")
+    _print_upserts(args, upsert_rows, n_updates, load, t_upsert, t_upsert_off,
+                   t_parquet_write, t_floor_upsert, by_type, t_delta, t_rewrite, rewritten,
+                   rows)
     print(f"{'snapshot read vs parquet read':<34}{t_read:>10.2f}{t_parquet_read:>12.2f}"
           f"{t_read / t_parquet_read:>8.2f}  <= 1.5")
     print(f"{'read, table written small off':<34}{t_read_off:>10.2f}{t_parquet_read:>12.2f}"

@@ -144,6 +144,13 @@ def encode_record(record: dict[str, Any]) -> bytes:
     """The Avro binary form of one metadata record."""
     out = bytearray()
     _string(out, record["key"])
+    out += _payload(record)
+    return bytes(out)
+
+
+def _payload(record: dict[str, Any]) -> bytes:
+    """Everything after the record's key: its type and the five optional payloads."""
+    out = bytearray()
     _long(out, record["type"])
     for name, write in _PAYLOADS:
         _opt(out, record.get(name), write)
@@ -292,13 +299,36 @@ _CONTENT_VERSION = 3
 _I32 = struct.Struct(">i")
 
 
-def data_block_content(records: Sequence[dict[str, Any]]) -> bytes:
-    """An Avro data block's content: version, count, then length-prefixed records."""
-    out = bytearray(_I32.pack(_CONTENT_VERSION) + _I32.pack(len(records)))
+def data_block_content(
+    records: Sequence[dict[str, Any]],
+    shared: Sequence[tuple[Sequence[str], dict[str, Any]]] = (),
+) -> bytes:
+    """An Avro data block's content: version, count, then length-prefixed records.
+
+    ``shared``: (keys, template) pairs, records that are ``template`` with each key; their
+    payload (all but the key) is encoded once.
+    """
+    count = len(records) + sum(len(keys) for keys, _ in shared)
+    out = bytearray(_I32.pack(_CONTENT_VERSION) + _I32.pack(count))
     for record in records:
         raw = encode_record(record)
         out += _I32.pack(len(raw))
         out += raw
+    pack = _I32.pack
+    for keys, template in shared:
+        payload = _payload(template)
+        heads: dict[int, bytes] = {}  # key byte length -> record length and key length
+        for key in keys:
+            raw_key = key.encode("utf-8")
+            head = heads.get(len(raw_key))
+            if head is None:
+                prefix = bytearray()
+                _long(prefix, len(raw_key))
+                head = heads[len(raw_key)] = pack(
+                    len(prefix) + len(raw_key) + len(payload)) + bytes(prefix)
+            out += head
+            out += raw_key
+            out += payload
     return bytes(out)
 
 

@@ -32,11 +32,17 @@ from hudisql.metadata.builders import (
     index_spec,
 )
 from hudisql.metadata.config import IndexDefinition, completed_partitions, load_index_definitions
-from hudisql.metadata.keys import RecordLocation, column_index_id, partition_index_id
+from hudisql.metadata.keys import (
+    RecordLocation,
+    column_index_id,
+    partition_index_id,
+    secondary_index_key,
+)
 from hudisql.metadata.partitions import MetadataPartitionType
 from hudisql.metadata.records import (
     ColumnRange,
     PartitionUpdate,
+    SharedRecords,
     all_partitions_record,
     bloom_filter_record,
     column_range,
@@ -48,42 +54,24 @@ from hudisql.metadata.records import (
     record_index_record,
     secondary_index_record,
 )
+from hudisql.metadata.row_changes import AsOf as _AsOf
 from hudisql.metadata.row_changes import Pair, RowChanges
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.filenames import BaseFileName
-from hudisql.table.fsview import FileSlice, FileSystemView, VisibleInstants
+from hudisql.table.fsview import FileSlice, FileSystemView
 from hudisql.table.merge import read_file_slice
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import Timeline
 
 __all__ = [
     "commit_updates",
     "deleted_files_updates",
     "row_changes",
+    "stats_columns",
     "written_files",
 ]
 
 _T = MetadataPartitionType
-
-
-class _AsOf(VisibleInstants):
-    """The data table as of one instant, with that instant counted in or out.
-
-    Counting it in whatever its state lets a commit about to complete (pending) and a
-    completed one the indexer's catch-up missed be handled alike; instants after it stay
-    out, so the difference is that instant's own.
-    """
-
-    def __init__(self, timeline: Timeline, instant_time: str, include: bool) -> None:
-        super().__init__(timeline, instant_time)
-        self.instant_time = instant_time
-        self.include = include
-
-    def __contains__(self, timestamp: object) -> bool:
-        if timestamp == self.instant_time:
-            return self.include
-        return super().__contains__(timestamp)
 
 
 def written_files(table: HudiTable, instant_time: str, metadata: CommitMetadata) -> list[DataFile]:
@@ -109,6 +97,7 @@ def commit_updates(
     partitions: Sequence[str],
     definitions: Mapping[str, IndexDefinition] | None = None,
     changes: Mapping[tuple[str, str], RowChanges] | None = None,
+    file_stats: Mapping[str, Sequence[ColumnRange]] | None = None,
 ) -> dict[str, PartitionUpdate]:
     """The records the commit ``instant_time`` adds to each of ``partitions``.
 
@@ -118,20 +107,22 @@ def commit_updates(
         partitions: the metadata partitions to update (built and being built).
         changes: per touched ``(partition, file id)``, the rows before and after, when the
             writer computed them (else they are read from the table).
+        file_stats: per written file (path relative to the table), the ranges of the
+            columns of :func:`stats_columns`, when the writer computed them (else the file
+            is read: a log file decoded).
     """
     defs = load_index_definitions(table) if definitions is None else definitions
     files = written_files(table, instant_time, metadata)
     specs = [index_spec(table, p, defs) for p in partitions]
     out = {p: PartitionUpdate() for p in partitions}
-    ranges: dict[str, list[ColumnRange]] = {}
+    ranges: dict[str, list[ColumnRange]] = {p: list(r) for p, r in (file_stats or {}).items()}
 
     def ranges_of(f: DataFile, columns: Sequence[str]) -> list[ColumnRange]:
         if f.path not in ranges:
             ranges[f.path] = file_ranges(table, f, columns)
         return [r for r in ranges[f.path] if r.column in columns]
 
-    stats_columns = sorted({c for s in specs if s.kind in (_T.COLUMN_STATS, _T.PARTITION_STATS)
-                            for c in s.source_fields})
+    stats_columns = _stats_columns(specs)
     for spec in specs:
         update = out[spec.partition]
         if spec.kind == _T.FILES:
@@ -159,6 +150,18 @@ def commit_updates(
         for partition, update in found.items():
             out[partition].extend(update)
     return out
+
+
+def _stats_columns(specs: Sequence[IndexSpec]) -> list[str]:
+    return sorted({c for s in specs if s.kind in (_T.COLUMN_STATS, _T.PARTITION_STATS)
+                   for c in s.source_fields})
+
+
+def stats_columns(table: HudiTable, partitions: Sequence[str]) -> list[str]:
+    """The columns whose ranges a commit to ``partitions`` records per written file (column
+    and partition stats); a writer that computes them passes them as ``file_stats``."""
+    defs = load_index_definitions(table)
+    return _stats_columns([index_spec(table, p, defs) for p in partitions])
 
 
 def _files_update(files: Sequence[DataFile], metadata: CommitMetadata) -> PartitionUpdate:
@@ -281,8 +284,9 @@ def _row_updates(
         for spec in specs:
             if spec.kind == _T.RECORD_INDEX:
                 inserted.update(change.inserted)
-                out[spec.partition].records.extend(
-                    record_index_record(k, location) for k in change.inserted)
+                if change.inserted:  # one payload: the group's location
+                    out[spec.partition].shared.append(SharedRecords(
+                        list(change.inserted), record_index_record("", location)))
                 deleted.update(change.removed)
                 continue
             column = spec.source_fields[0]
@@ -300,11 +304,11 @@ def _row_updates(
             out[spec.partition].deletes.extend(sorted(deleted - inserted))
         else:
             gone, added = pairs[spec.partition]
-            records = out[spec.partition].records
-            records.extend(secondary_index_record(v, k, deleted=True)
-                           for v, k in sorted(gone - added, key=_pair_order))
-            records.extend(secondary_index_record(v, k)
-                           for v, k in sorted(added - gone, key=_pair_order))
+            for entries, voided in ((gone - added, True), (added - gone, False)):
+                if entries:  # one payload: isDeleted
+                    out[spec.partition].shared.append(SharedRecords(
+                        [secondary_index_key(v, k) for v, k in sorted(entries, key=_pair_order)],
+                        secondary_index_record(None, "", deleted=voided)))
     return out
 
 

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import re
 import uuid
@@ -99,6 +100,8 @@ def partition_stats_key(column: str, partition_path: str) -> str:
 def _escape(text: str | None) -> str:
     if text is None:
         return _NUL
+    if _ESCAPE not in text and _SEPARATOR not in text and _NUL not in text:
+        return text  # the common case: nothing to escape
     out = []
     for c in text:
         if c in (_ESCAPE, _SEPARATOR, _NUL):
@@ -157,6 +160,7 @@ def _signed64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
+@functools.lru_cache(maxsize=256)
 def instant_epoch_millis(instant_time: str) -> int:
     """The epoch milliseconds of a ``yyyyMMddHHmmssSSS`` instant time (UTC), as Hudi stores it.
 
@@ -187,25 +191,7 @@ class RecordLocation:
 
     def to_avro(self) -> dict[str, object]:
         """The ``HoodieRecordIndexInfo`` record (UUID file ids as bits, others raw)."""
-        info: dict[str, object] = {
-            "partitionName": self.partition_path,
-            "fileIdHighBits": None,
-            "fileIdLowBits": None,
-            "fileIndex": None,
-            "fileId": None,
-            "instantTime": instant_epoch_millis(self.instant_time),
-            "fileIdEncoding": FILE_ID_ENCODING_UUID,
-        }
-        m = _UUID_FILE_ID.match(self.file_id)
-        if m is not None and int(m.group(2)) < 1 << 31:
-            bits = uuid.UUID(m.group(1)).int
-            info["fileIdHighBits"] = _signed64(bits >> 64)
-            info["fileIdLowBits"] = _signed64(bits & ((1 << 64) - 1))
-            info["fileIndex"] = int(m.group(2))
-        else:
-            info["fileId"] = self.file_id
-            info["fileIdEncoding"] = FILE_ID_ENCODING_RAW
-        return info
+        return dict(_location_avro(self))
 
     @classmethod
     def from_avro(cls, info: dict[str, object]) -> RecordLocation:
@@ -228,3 +214,28 @@ class RecordLocation:
             raise MetadataTableError("record index entry lacks its file id bits")
         bits = ((high & ((1 << 64) - 1)) << 64) | (low & ((1 << 64) - 1))
         return cls(partition, f"{uuid.UUID(int=bits)}-{index}", instant)
+
+
+@functools.lru_cache(maxsize=4096)
+def _location_avro(location: RecordLocation) -> dict[str, object]:
+    """:meth:`RecordLocation.to_avro`, computed once per location (a commit writes many
+    keys to one file group; callers get a copy)."""
+    info: dict[str, object] = {
+        "partitionName": location.partition_path,
+        "fileIdHighBits": None,
+        "fileIdLowBits": None,
+        "fileIndex": None,
+        "fileId": None,
+        "instantTime": instant_epoch_millis(location.instant_time),
+        "fileIdEncoding": FILE_ID_ENCODING_UUID,
+    }
+    m = _UUID_FILE_ID.match(location.file_id)
+    if m is not None and int(m.group(2)) < 1 << 31:
+        bits = uuid.UUID(m.group(1)).int
+        info["fileIdHighBits"] = _signed64(bits >> 64)
+        info["fileIdLowBits"] = _signed64(bits & ((1 << 64) - 1))
+        info["fileIndex"] = int(m.group(2))
+    else:
+        info["fileId"] = location.file_id
+        info["fileIdEncoding"] = FILE_ID_ENCODING_RAW
+    return info

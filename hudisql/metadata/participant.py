@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from hudisql.errors import MetadataTableError
 from hudisql.metadata.builders import index_spec
-from hudisql.metadata.commit_update import commit_updates, deleted_files_updates
+from hudisql.metadata.commit_update import commit_updates, deleted_files_updates, stats_columns
 from hudisql.metadata.config import (
     completed_partitions,
     has_metadata_table,
@@ -24,6 +24,7 @@ from hudisql.metadata.config import (
     load_index_definitions,
 )
 from hudisql.metadata.partitions import MetadataPartitionType as T
+from hudisql.metadata.records import ColumnRange
 from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.services import covered_by_service, rebuild_without, run_metadata_services
 from hudisql.metadata.table import MetadataTable
@@ -34,7 +35,8 @@ from hudisql.table.table import HudiTable
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.table_service import StepHook, no_step
 
-__all__ = ["MetadataTableParticipant", "participants_for", "row_change_columns"]
+__all__ = ["MetadataTableParticipant", "file_stats_columns", "participants_for",
+           "row_change_columns"]
 
 
 class MetadataTableParticipant:
@@ -44,6 +46,9 @@ class MetadataTableParticipant:
         changes: per ``(partition, file id)`` the commit touches, its rows before and after
             (:class:`RowChanges`), when the writer computed them on its executors; without
             them the record and secondary index updates read the touched slices.
+        file_stats: per written file (relative path), its column ranges, when the writer
+            computed them (:func:`stats_columns`); else the column and partition stats
+            read the files.
         options: the writer's options; ``hoodie.metadata.compact.max.delta.commits`` and
             ``hoodie.metadata.log.compaction.*`` say when the metadata table compacts
             itself (``hudisql.metadata.services``).
@@ -51,9 +56,11 @@ class MetadataTableParticipant:
     """
 
     def __init__(self, changes: Mapping[tuple[str, str], RowChanges] | None = None,
+                 file_stats: Mapping[str, Sequence[ColumnRange]] | None = None,
                  options: Mapping[str, str] | None = None,
                  on_service_step: StepHook = no_step) -> None:
         self.changes = changes
+        self.file_stats = file_stats
         #: The writer's options: they say when the metadata table compacts itself.
         self.options = dict(options or {})
         #: Step hook of the metadata table's own services (tests inject failures here).
@@ -75,7 +82,7 @@ class MetadataTableParticipant:
         if not partitions:
             return
         updates = commit_updates(table, instant.timestamp, metadata, partitions,
-                                 changes=self.changes)
+                                 changes=self.changes, file_stats=self.file_stats)
         self._services(table)
         MetadataTable(table).write_deltacommit(instant.timestamp, updates)
 
@@ -133,6 +140,15 @@ def participants_for(table: HudiTable,
     if has_metadata_table(table.properties) or MetadataTable.exists_for(table):
         return [MetadataTableParticipant(options=options)]
     return []
+
+
+def file_stats_columns(table: HudiTable) -> tuple[str, ...] | None:
+    """The columns a writer computes each log file's ranges of (column and partition
+    stats), or None when the table keeps neither (built or being built)."""
+    props = table.properties
+    partitions = sorted(set(completed_partitions(props)) | set(inflight_partitions(props)))
+    columns = stats_columns(table, partitions) if partitions else []
+    return tuple(columns) if columns else None
 
 
 def row_change_columns(table: HudiTable) -> tuple[str, ...] | None:

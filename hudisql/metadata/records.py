@@ -58,18 +58,37 @@ Record = dict[str, Any]
 
 @dataclass
 class PartitionUpdate:
-    """What one deltacommit writes to one metadata partition: records and deleted keys."""
+    """What one deltacommit writes to one metadata partition: records and deleted keys.
+
+    ``shared`` holds records by the thousand that differ only in their key (the record
+    index entries of one file group, the secondary index entries of one kind): the writer
+    encodes their payload once.
+    """
 
     records: list[Record] = field(default_factory=list)
     deletes: list[str] = field(default_factory=list)
+    shared: list[SharedRecords] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.records or self.deletes)
+        return bool(self.records or self.deletes or any(s.keys for s in self.shared))
 
     def extend(self, other: PartitionUpdate) -> None:
         """Append another update's records and deletes (later ones win on merge)."""
         self.records.extend(other.records)
         self.deletes.extend(other.deletes)
+        self.shared.extend(other.shared)
+
+    def all_records(self) -> list[Record]:
+        """Every record, the shared ones as records of their own."""
+        return self.records + [{**s.template, "key": k} for s in self.shared for k in s.keys]
+
+
+@dataclass
+class SharedRecords:
+    """Records of many keys with one payload: ``template`` with each of ``keys``."""
+
+    keys: list[str]
+    template: Record
 
 
 def _base(key: str, record_type: int) -> Record:

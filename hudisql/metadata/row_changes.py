@@ -9,17 +9,24 @@ to the metadata participant; otherwise the participant reads the slices itself.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudisql.metadata.arrow_records import secondary_strings
+from hudisql.table.fsview import FileSlice, LogFile, VisibleInstants
+from hudisql.table.merge import read_file_slice
 from hudisql.table.schema import META_COLUMNS
+from hudisql.table.table import HudiTable
+from hudisql.table.timeline import Timeline
+from hudisql.table.write_slices import event_time_field
 
-__all__ = ["Pair", "RowChanges"]
+__all__ = ["AsOf", "Pair", "RowChanges", "log_write_changes"]
 
 RECORD_KEY = META_COLUMNS[2]
 #: A secondary index entry: (value as the index stores it, record key).
@@ -91,3 +98,88 @@ class RowChanges:
             gone.extend(zip(changed.column("v").to_pylist(), keys, strict=True))
             added.extend(zip(changed.column("w").to_pylist(), keys, strict=True))
         return out
+
+
+class AsOf(VisibleInstants):
+    """The data table as of one instant, with that instant counted in or out.
+
+    Counting it in whatever its state lets a commit about to complete (pending) and a
+    completed one the indexer's catch-up missed be handled alike; instants after it stay
+    out, so the difference is that instant's own.
+    """
+
+    def __init__(self, timeline: Timeline, instant_time: str, include: bool) -> None:
+        super().__init__(timeline, instant_time)
+        self.instant_time = instant_time
+        self.include = include
+
+    def __contains__(self, timestamp: object) -> bool:
+        if timestamp == self.instant_time:
+            return self.include
+        return super().__contains__(timestamp)
+
+
+def _ordering(table: HudiTable) -> str | None:
+    """The field the merged reader orders records of one key by (None: the later wins)."""
+    field_name = event_time_field(table.properties)
+    return field_name if field_name in table.schema.names else None
+
+
+def log_write_changes(
+    table: HudiTable, file_slice: FileSlice, instant_time: str, columns: Sequence[str],
+    records: pa.Table | None, deleted_keys: Sequence[str], new_logs: Sequence[LogFile],
+    expressions: bool = False,
+) -> RowChanges:
+    """What a log file of ``instant_time`` on ``file_slice`` does to the group's rows.
+
+    ``records`` (record key and the table's columns, one per key) and ``deleted_keys``
+    (natural-order deletes) are what the log holds, ``new_logs`` the files written. Run by
+    the write task right after it wrote them (the instant is pending; the group's earlier
+    state is ``file_slice``, the one the write was tagged against).
+
+    The reader's rules decide without decoding the log: a natural-order delete removes its
+    key; a record of a key the group holds replaces the current row unless that row's
+    ordering value is greater (ties: the later write). Expression blocks and records of
+    keys the group does not hold (a stored ordered delete could outrank them) are merged
+    by the reader itself, the new log included.
+    """
+    ordering = _ordering(table)
+    wanted = [RECORD_KEY, *columns]
+    if ordering is not None and ordering not in wanted:
+        wanted.append(ordering)
+    before = read_file_slice(table.storage, table.properties, table.timeline, file_slice,
+                             columns=wanted, schema=table.schema)
+    old_keys = _column(before, RECORD_KEY)
+    incoming = records if records is not None and records.num_rows else None
+    position = None
+    if incoming is not None:
+        position = pc.index_in(_column(incoming, RECORD_KEY).cast(pa.string()),
+                               value_set=old_keys)
+    if expressions or (position is not None and position.null_count):
+        merged = dataclasses.replace(file_slice, log_files=(*file_slice.log_files, *new_logs))
+        after = read_file_slice(table.storage, table.properties, table.timeline, merged,
+                                columns=[RECORD_KEY, *columns], schema=table.schema,
+                                visible=AsOf(table.timeline, instant_time, include=True))
+        return RowChanges.of(before.select([RECORD_KEY, *columns]), after, columns)
+    n = before.num_rows
+    take = np.arange(n, dtype=np.int64)
+    if incoming is not None and position is not None:
+        wins = pc.is_valid(position)
+        if ordering is not None:
+            old = pc.take(_column(before, ordering), position)
+            newer = pc.greater_equal(_column(incoming, ordering), old.cast(
+                incoming.schema.field(ordering).type))
+            wins = pc.and_(wins, pc.fill_null(newer, True))
+        spots = np.asarray(pc.filter(position, wins).cast(pa.int64()))
+        winners = np.flatnonzero(np.asarray(wins.to_numpy(zero_copy_only=False)))
+        take[spots] = n + winners
+    kept = pc.invert(pc.is_in(old_keys, value_set=pa.array(list(deleted_keys), pa.string())))
+    after_columns = [old_keys]
+    for column in columns:
+        old_values = _column(before, column)
+        if incoming is not None:
+            new_values = _column(incoming, column).cast(old_values.type)
+            old_values = pa.concat_arrays([old_values, new_values]).take(pa.array(take))
+        after_columns.append(old_values)
+    after = pa.Table.from_arrays(after_columns, names=[RECORD_KEY, *columns]).filter(kept)
+    return RowChanges.of(before.select([RECORD_KEY, *columns]), after, columns)

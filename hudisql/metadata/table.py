@@ -424,13 +424,16 @@ class MetadataTable:
             spec = partition_spec(partition)
             routed = _route(spec, update.records, len(ids))
             deleted = _route(spec, update.deletes, len(ids))
+            shared = [(_route(spec, s.keys, len(ids)), s.template) for s in update.shared]
             for index, file_id in enumerate(ids):
                 rows, gone = routed.get(index, []), deleted.get(index, [])
-                if not rows and not gone:
+                alike = [(keys[index], t) for keys, t in shared if index in keys]
+                n_rows = len(rows) + sum(len(keys) for keys, _ in alike)
+                if not n_rows and not gone:
                     continue
                 blocks = []
-                if rows:
-                    content = data_block_content(rows)
+                if n_rows:
+                    content = data_block_content(rows, alike)
                     blocks.append(encode_block(BlockType.AVRO_DATA, header, content))
                 if gone:
                     blocks.append(encode_delete_block(
@@ -442,8 +445,8 @@ class MetadataTable:
                                             BUILD_TOKEN, blocks, 1 << 30)
                 for rel, size in written:
                     metadata.add_write_stat(WriteStat(
-                        file_id=file_id, path=rel, prev_commit=base, num_writes=len(rows),
-                        num_deletes=len(gone), num_update_writes=len(rows),
+                        file_id=file_id, path=rel, prev_commit=base, num_writes=n_rows,
+                        num_deletes=len(gone), num_update_writes=n_rows,
                         partition_path=partition, total_write_bytes=size,
                         file_size_in_bytes=size, log_files=[posixpath.basename(rel)],
                     ))

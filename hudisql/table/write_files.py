@@ -260,9 +260,16 @@ def write_base_file(
 def _parquet_bytes(table: pa.Table, footer: dict[str, str], compression: str) -> bytes:
     """The parquet file of ``table`` with exactly ``footer`` as its key-value metadata."""
     sink = io.BytesIO()
-    # No ARROW:schema key (store_schema=False), as parquet-mr writes none.
+    # No ARROW:schema key (store_schema=False), as parquet-mr writes none. The sequence
+    # numbers and record keys are unique in a file: a dictionary would only be built to be
+    # dropped (parquet falls back to plain encoding), so they are written plain. (Named by
+    # top-level column only: with nested columns every column keeps the default.)
+    flat = not any(pa.types.is_nested(f.type) for f in table.schema)
+    dictionary: bool | list[str] = (
+        [n for n in table.column_names if n not in (SEQNO, RECORD_KEY)] if flat else True)
     with pq.ParquetWriter(
-        sink, table.schema, compression=compression, store_schema=False
+        sink, table.schema, compression=compression, store_schema=False,
+        use_dictionary=dictionary,
     ) as writer:
         writer.add_key_value_metadata(footer)
         writer.write_table(table)

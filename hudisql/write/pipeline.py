@@ -38,10 +38,13 @@ The :class:`~hudisql.txn.transaction.Transaction` wraps it all in Hudi's commit 
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import itertools
 import json
 import math
+import pickle
+import posixpath
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,16 +58,19 @@ from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from hudisql.errors import WriteError
+from hudisql.metadata.column_stats import table_ranges
 from hudisql.metadata.participant import (
     MetadataTableParticipant,
+    file_stats_columns,
     participants_for,
     row_change_columns,
 )
-from hudisql.metadata.row_changes import RowChanges
+from hudisql.metadata.records import ColumnRange
+from hudisql.metadata.row_changes import RowChanges, log_write_changes
 from hudisql.progress import Progress, ProgressSink, progress_sink
 from hudisql.table.commit_metadata import WriteStat
-from hudisql.table.filenames import new_file_id, write_token
-from hudisql.table.fsview import FileSlice
+from hudisql.table.filenames import LogFileName, new_file_id, write_token
+from hudisql.table.fsview import FileSlice, LogFile
 from hudisql.table.log.format import DeleteRecord
 from hudisql.table.merge import read_file_slice
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
@@ -131,9 +137,10 @@ _FILE_ID = FILE_ID
 #: rewritten only when some reach it.
 _INSERTED = "_hudisql_inserted"
 _STATS_SCHEMA = StructType([StructField("stat", StringType()), StructField("attempt", LongType()),
-                            StructField("changes", StringType())])
+                            StructField("changes", StringType()),
+                            StructField("ranges", StringType())])
 _STATS_ARROW = pa.schema([("stat", pa.string()), ("attempt", pa.int64()),
-                          ("changes", pa.string())])
+                          ("changes", pa.string()), ("ranges", pa.string())])
 
 
 @dataclass(frozen=True)
@@ -241,11 +248,12 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
                   slices: Mapping[tuple[str, str], FileSlice], fault_after: int | None,
                   expressions: Mapping[str, str] | None = None,
                   rewrite: frozenset[tuple[str, str]] = frozenset(),
-                  change_columns: tuple[str, ...] | None = None) -> Any:
+                  change_columns: tuple[str, ...] | None = None,
+                  stats_columns: tuple[str, ...] | None = None) -> Any:
     """The write task. With ``change_columns`` (the table keeps a record or secondary
-    index), each file group's :class:`RowChanges` go back with its write stat where the
-    task has both sides at hand (new and rewritten base files); else the metadata
-    participant reads that group."""
+    index), each file group's :class:`RowChanges` go back with its write stat; with
+    ``stats_columns`` (column or partition stats), each log file's column ranges (the
+    metadata participant would otherwise decode it), pickled."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = [b for b in batches if b.num_rows]
@@ -264,13 +272,15 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
             group = data.slice(start, count)
             start += count
             partition = group.column(PARTITION_PATH)[0].as_py()
-            stat, changes = _write_group(
+            stat, changes, ranges = _write_group(
                 table, spec, operation, instant, token, attempt, group,
                 slices.get((partition, file_id)), partition, file_id, expressions,
-                (partition, file_id) in rewrite, change_columns)
+                (partition, file_id) in rewrite, change_columns, stats_columns)
             yield pa.RecordBatch.from_pylist(
                 [{"stat": json.dumps(stat.to_dict()), "attempt": attempt,
-                  "changes": None if changes is None else json.dumps(changes.to_dict())}],
+                  "changes": None if changes is None else json.dumps(changes.to_dict()),
+                  "ranges": None if ranges is None else base64.b64encode(
+                      pickle.dumps(ranges)).decode("ascii")}],
                 schema=_STATS_ARROW)
             if fault_after is not None and attempt == 0 and written >= fault_after:
                 raise RuntimeError(f"injected failure after {written} file(s) of {instant}")
@@ -280,10 +290,12 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
 def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: str, token: str,
                  attempt: int, group: pa.Table, file_slice: FileSlice | None, partition: str,
                  file_id: str, expressions: Mapping[str, str] | None = None,
-                 rewrite: bool = False, change_columns: tuple[str, ...] | None = None
-                 ) -> tuple[WriteStat, RowChanges | None]:
-    """Write one file group's part of the write in this task; returns its write stat and,
-    with ``change_columns``, its rows' changes when both sides are at hand (else None).
+                 rewrite: bool = False, change_columns: tuple[str, ...] | None = None,
+                 stats_columns: tuple[str, ...] | None = None,
+                 ) -> tuple[WriteStat, RowChanges | None, list[ColumnRange] | None]:
+    """Write one file group's part of the write in this task; returns its write stat,
+    with ``change_columns`` its rows' changes, and with ``stats_columns`` the column
+    ranges of the log file it wrote (None for base files: their footers have them).
 
     ``rewrite``: a merge-on-read small file, rewritten as a new base file (as
     copy-on-write slices always are) instead of getting a log file when inserts reach it.
@@ -329,15 +341,25 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
         changes = None if change_columns is None else RowChanges.of(
             None, records.select([RECORD_KEY, *cols]), cols)
         return write_base_file(storage, partition, file_id, instant, token, records,
-                               spec.schema_text, compression=spec.compression), changes
+                               spec.schema_text, compression=spec.compression), changes, None
     if spec.is_mor and not rewrite:
-        # The slice's rows after a log file depend on the merge with its base: the
-        # participant reads this group.
         base_file = file_slice.base_file.name if file_slice.base_file is not None else None
-        return write_log_file(storage, partition, file_id, file_slice.base_instant, instant,
+        stat = write_log_file(storage, partition, file_id, file_slice.base_instant, instant,
                               token, records, spec.schema_text, deletes=work.deletes,
                               attempt=attempt, base_file=base_file, num_updates=work.updates,
-                              expressions=expressions), None
+                              expressions=expressions)
+        ranges = None
+        if (stats_columns is not None and len(stat.log_files or ()) == 1
+                and not set(stats_columns) & set(META_COLUMNS)):
+            # The data block's columns (an expression block's operands get no statistics).
+            ranges = [] if records is None else table_ranges(
+                records, [c for c in stats_columns if c not in (expressions or {})])
+        if change_columns is None:
+            return stat, None, ranges
+        # The group's rows after the log, as the merged reader sees them (never decoded).
+        return stat, log_write_changes(
+            table, file_slice, instant, cols, records, [str(d.record_key) for d in work.deletes],
+            _written_logs(stat, file_slice, token), expressions is not None), ranges
     merged, updated, deleted = merge_copy_on_write(table, work)
     changes = None
     if change_columns is not None:
@@ -346,7 +368,20 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
         changes = RowChanges.of(before, merged.select([RECORD_KEY, *cols]), cols)
     return write_base_file(storage, partition, file_id, instant, token, merged, spec.schema_text,
                            prev_commit=file_slice.base_instant, num_updates=updated,
-                           num_deletes=deleted, compression=spec.compression), changes
+                           num_deletes=deleted, compression=spec.compression), changes, None
+
+
+def _written_logs(stat: WriteStat, file_slice: FileSlice, token: str) -> list[LogFile]:
+    """The log files a write stat names, as the file-system view would list them."""
+    out = []
+    for name in stat.log_files or ():
+        parsed = LogFileName.parse(name)
+        assert parsed is not None
+        path = posixpath.join(file_slice.partition_path, name) if file_slice.partition_path \
+            else name
+        out.append(LogFile(path, file_slice.file_id, parsed.base_instant, parsed.version,
+                           parsed.write_token or token, 0))
+    return out
 
 
 # -- the driver -----------------------------------------------------------------------------
@@ -367,6 +402,8 @@ class SparkWriter:
         self.on_step = on_step
         self.progress = progress
         self._index = IndexSettings()
+        #: Column ranges of the log files the last write's tasks wrote, by path.
+        self._file_stats: dict[str, list[ColumnRange]] = {}
 
     def write(self, df: DataFrame, operation: str,
               expressions: Mapping[str, str] | None = None) -> WriteResult:
@@ -430,6 +467,7 @@ class SparkWriter:
                     for participant in txn.participants:
                         if isinstance(participant, MetadataTableParticipant):
                             participant.changes = changes
+                            participant.file_stats = self._file_stats
                     progress.stage("committing")
                     done = txn.commit(stats, spec.schema_text)
                 except BaseException:
@@ -545,7 +583,8 @@ class SparkWriter:
         groups = max(1, min(len(slices) + new_groups, 2 * self._parallelism()))
         fault = self.options.get(FAULT_AFTER_FILES)
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
-                               expressions, rewrite, row_change_columns(table))
+                               expressions, rewrite, row_change_columns(table),
+                               file_stats_columns(table))
         out = tagged.repartition(groups, _FILE_ID).mapInArrow(writer, _STATS_SCHEMA)
         # At most this many file groups: the touched partitions' slices and the new ids.
         progress.stage("writing file slices", total=len(slices) + new_groups)
@@ -555,6 +594,10 @@ class SparkWriter:
         # Row changes computed in the tasks, for the metadata participant (none: it reads).
         changes = {(s.partition_path or "", s.file_id): RowChanges.from_dict(json.loads(r.changes))
                    for s, r in zip(stats, rows, strict=True) if r.changes is not None}
+        # Log files' column ranges computed in the tasks (the participant reads the others).
+        self._file_stats = {s.path: pickle.loads(base64.b64decode(r.ranges))
+                            for s, r in zip(stats, rows, strict=True)
+                            if r.ranges is not None and s.path}
         written = len({(s.partition_path, s.file_id) for s in stats})
         progress.update(written, total=written)
         return stats, changes

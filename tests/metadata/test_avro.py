@@ -9,7 +9,9 @@ import pytest
 
 from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
-from hudisql.metadata.avro import decode_record, encode_record
+from hudisql.metadata.avro import data_block_content, decode_record, encode_record
+from hudisql.metadata.keys import RecordLocation
+from hudisql.metadata.records import record_index_record, secondary_index_record
 from tests.metadata.test_records import sample_records
 
 
@@ -51,3 +53,30 @@ def test_damaged_bytes_are_reported() -> None:
         decode_record(raw[:-3])
     with pytest.raises(MetadataTableError):
         decode_record(raw + b"\x00")
+
+
+def test_shared_payload_records_encode_as_the_records_they_stand_for() -> None:
+    """Records that differ only in their key (a file group's record index entries, the
+    secondary index entries of one kind) are encoded with one payload: the block content
+    is byte for byte the one of the records written one by one, keys of every length
+    (one- and two-byte length prefixes, non-ASCII) included."""
+    location = RecordLocation("city=sf", "0b2c1d7e-5f4a-4c3b-9a8d-7e6f5a4b3c2d-0",
+                              "20261124121212123")
+    keys = ["a", "k" * 63, "k" * 64, "ключ-é", "k" * 300, "a"]
+    templates = [record_index_record("", location),
+                 secondary_index_record("r1", "", deleted=True)]
+    one_by_one = [{**t, "key": k} for t in templates for k in keys]
+    shared = data_block_content([], [(keys, t) for t in templates])
+    assert shared == data_block_content(one_by_one)
+    assert [decode_record(r) for r in _records_of(shared)] == one_by_one
+
+
+def _records_of(content: bytes) -> list[bytes]:
+    count = int.from_bytes(content[4:8], "big")
+    out, pos = [], 8
+    for _ in range(count):
+        size = int.from_bytes(content[pos:pos + 4], "big")
+        out.append(content[pos + 4:pos + 4 + size])
+        pos += 4 + size
+    assert pos == len(content)
+    return out

@@ -256,12 +256,12 @@ def test_row_changes_from_the_writer_drive_record_and_secondary_updates(tmp_path
     updates = commit_updates(table, "20300101000000000", CommitMetadata(),
                              ["record_index", "secondary_index_idx_rider"], changes=rows)
     index = {r["key"]: RecordLocation.from_avro(r["recordIndexMetadata"]).file_id
-             for r in updates["record_index"].records}
+             for r in updates["record_index"].all_records()}
     # k1 moved from fg-b to fg-a: a new location and no delete; k2 is gone; k3 is new.
     assert index == {"k1": "fg-a", "k3": "fg-a"}
     assert updates["record_index"].deletes == ["k2"]
     si = {(r["key"], r["SecondaryIndexMetadata"]["isDeleted"])
-          for r in updates["secondary_index_idx_rider"].records}
+          for r in updates["secondary_index_idx_rider"].all_records()}
     # k1 keeps value x (no entry); y$k2 is voided; z$k3 is new.
     assert si == {("y$k2", True), ("z$k3", False)}
 

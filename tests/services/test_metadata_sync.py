@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import pytest
 
+from hudisql.metadata import commit_update
+from hudisql.metadata.builders import DataFile
+from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable
 from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table.instant import Action
@@ -180,3 +183,74 @@ def test_copy_on_write_writes_hand_their_row_changes_from_the_tasks(
     (la,) = delete.values()
     assert la.removed == ["b"]  # type: ignore[attr-defined]
     assert [r[0] for r in rs_rows(handle)] == ["a", "c"]
+
+
+def test_merge_on_read_log_writes_hand_their_row_changes_from_the_tasks(
+        session: HudiSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Log files get their record and secondary index changes and their column stats
+    from the write tasks too, so the metadata participant reads no file group and decodes
+    no log file: an update that changes the indexed
+    value, a stale update that loses on the precombine field, a delete, a MERGE that
+    updates one key and deletes another in one log file, and an expression update (the
+    task reads the group back with its new log), each validated exactly."""
+    handle = _indexed(session)
+    seen: list[dict[tuple[str, str], RowChanges]] = []
+    read_by_participant: list[tuple[str, str]] = []
+    original = SparkWriter._tag_and_write
+    original_rows = commit_update.row_changes
+
+    def spy(self: SparkWriter, *args: object, **kwargs: object) -> object:
+        stats, changes = original(self, *args, **kwargs)  # type: ignore[arg-type]
+        seen.append(changes)
+        return stats, changes
+
+    def participant_reads(*args: object, **kwargs: object) -> object:
+        found = original_rows(*args, **kwargs)  # type: ignore[arg-type]
+        read_by_participant.extend(found)
+        return found
+
+    decoded: list[str] = []
+    original_ranges = commit_update.file_ranges
+
+    def participant_decodes(table: HudiTable, f: DataFile, columns: list[str]) -> object:
+        if f.is_log:
+            decoded.append(f.path)
+        return original_ranges(table, f, columns)
+
+    monkeypatch.setattr(SparkWriter, "_tag_and_write", spy)
+    monkeypatch.setattr(commit_update, "row_changes", participant_reads)
+    monkeypatch.setattr(commit_update, "file_ranges", participant_decodes)
+
+    def step(sql: str, hudi_rs: bool = True) -> RowChanges:
+        session.sql(sql)
+        if hudi_rs:
+            _in_sync(handle, _latest(handle))
+        else:  # hudi-rs refuses expression blocks until a compaction
+            assert_exact(handle.path)
+        assert HudiTable.open(handle.path).file_slices(partitions=["city=sf"])[0].log_files
+        (only,) = seen[-1].values()
+        return only
+
+    moved = step("UPDATE trips SET rider = 'r9' WHERE uuid = 'a'")
+    assert (moved.inserted, moved.removed) == ([], [])
+    assert moved.secondary["rider"] == ([("r1", "a")], [("r9", "a")])
+    stale = step("INSERT INTO trips VALUES (0, 'c', 'r0', 1.0, 'sf')")  # ts 0 < 3: loses
+    assert stale.secondary["rider"] == ([], [])
+    both = step("""MERGE INTO trips t
+        USING (SELECT 9 AS ts, 'a' AS uuid, 'r5' AS rider, 1.0 AS fare, 'sf' AS city, false AS d
+               UNION ALL SELECT 9, 'c', 'r1', 1.0, 'sf', true) s
+        ON t.uuid = s.uuid
+        WHEN MATCHED AND s.d THEN DELETE
+        WHEN MATCHED THEN UPDATE SET ts = s.ts, rider = s.rider, fare = s.fare""")
+    assert both.removed == ["c"]
+    assert sorted(both.secondary["rider"][0]) == [("r1", "c"), ("r9", "a")]
+    assert both.secondary["rider"][1] == [("r5", "a")]
+    expression = step("UPDATE trips SET fare = fare + 1 WHERE uuid = 'a'", hudi_rs=False)
+    assert expression.secondary["rider"] == ([], [])
+    assert [(r["uuid"], r["fare"]) for r in handle.read().where("city = 'sf'").collect()] == [
+        ("a", 2.0)]
+    gone = step("DELETE FROM trips WHERE uuid = 'a'", hudi_rs=False)
+    assert gone.removed == ["a"] and gone.secondary["rider"] == ([("r5", "a")], [])
+    assert read_by_participant == []
+    assert decoded == []  # the tasks gave each log file's column stats too
+    assert handle.read().where("city = 'sf'").count() == 0

@@ -1,7 +1,8 @@
 """A driver process of its own for the write fault tests (run as ``python -m``).
 
 ``python -m tests.write.spark_child <json>`` with ``{"path", "master", "rows", "operation",
-"options", "block_at"}``: writes ``rows`` to the table at ``path`` through its own Spark
+"options", "block_at"}``: writes ``rows`` (trips; a sixth field is ``_hoodie_is_deleted``)
+to the table at ``path`` through its own Spark
 session. With ``block_at`` set, the write prints ``BLOCKED <instant>`` at that protocol
 step and waits for stdin to close (the parent kills it there). Prints ``RESULT <json>``.
 """
@@ -19,9 +20,10 @@ def main() -> None:
     brief = json.loads(sys.argv[1])
     session = hudisql.connect(conf={"spark.master": brief.get("master", "local[2]"),
                                     "spark.sql.shuffle.partitions": "4"})
-    df = session.spark.createDataFrame(
-        [tuple(r) for r in brief["rows"]],
-        "uuid string, ts long, rider string, fare double, city string")
+    schema = "uuid string, ts long, rider string, fare double, city string"
+    if any(len(r) == 6 for r in brief["rows"]):  # a sixth field: Hudi's delete marker
+        schema += ", _hoodie_is_deleted boolean"
+    df = session.spark.createDataFrame([tuple(r) for r in brief["rows"]], schema)
     from hudisql.write.pipeline import SparkWriter
 
     def on_step(event: str, instant: str) -> None:

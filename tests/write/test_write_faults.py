@@ -20,6 +20,7 @@ from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table.filenames import BaseFileName
 from hudisql.txn.heartbeat import HEARTBEAT_INTERVAL_MS
 from hudisql.write.pipeline import FAULT_AFTER_FILES, SparkWriter
+from tests.services.indexing import assert_exact
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -69,6 +70,35 @@ def test_task_retries_commit_exactly_once(new_table: Callable[..., HudiTableHand
     # Base files written by the failed first attempts were removed at commit.
     assert _base_files(handle.path) == set(result["files"])
     assert all(BaseFileName.parse(Path(f).name) for f in result["files"])
+
+
+def test_task_retries_of_log_writes_keep_the_indexes_exact(
+        new_table: Callable[..., HudiTableHandle]) -> None:
+    """Log writes to a table with a record index, a secondary index and column stats under
+    real task retries (``local[2,4]``, every task's first attempt dies after one file
+    group): the retry computes the groups' index changes and log stats again, against the
+    groups as they were (the dead attempt's logs are not theirs), and the metadata table
+    is exact after the commit."""
+    handle = new_table("MERGE_ON_READ")
+    handle.insert(handle.session.spark.createDataFrame(ROWS, SCHEMA))
+    handle.indexes.create("record_index", ["uuid"])
+    handle.indexes.create("idx_rider", ["rider"])
+    handle.indexes.create("stats", ["fare", "ts"], using="column_stats")
+    # Updates only (each group gets a log file): u1 changes rider, u2 loses on ts, u3's
+    # fare changes; u4 is deleted by its marker.
+    updates = [("u1", 2, "rider-Z", 11.0, "sf", False), ("u2", 0, "rider-Y", 0.0, "sf", False),
+               ("u3", 2, "rider-C", 31.0, "la", False), ("u4", 2, "rider-D", 40.0, "ny", True)]
+    brief = {"path": handle.path, "master": "local[2,4]", "rows": updates,
+             "operation": "upsert", "options": {FAULT_AFTER_FILES: "1"}}
+    proc = _child(brief, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    result = json.loads(next(x for x in out.splitlines() if x.startswith("RESULT"))[7:])
+    assert all(".log." in Path(f).name for f in result["files"])
+    expected = sorted([("u1", 2, "rider-Z", 11.0, "sf"), ROWS[1], ("u3", 2, "rider-C", 31.0, "la")])
+    assert _rows(handle) == expected
+    assert _oracle(handle) == expected
+    assert_exact(handle.path)
 
 
 def test_overlapping_writers_one_commits_the_other_fails_cleanly(

@@ -1,0 +1,137 @@
+"""Stage-by-stage profile of the Spark pipeline's upsert (issue #13 item 5).
+
+    .venv/bin/python benchmarks/profile_upsert.py [--rows 5000000] [--updates 0.1]
+        [--table-type MERGE_ON_READ] [--codec snappy] [--option key=value ...]
+
+Builds a table of ``--rows`` rows (bulk insert, partitioned by ``city``), upserts
+``rows/5`` records (``--updates`` of them updates) once to warm the JVM and the Python
+workers (on a copy), then upserts them to the table itself and prints:
+
+- the driver's steps (the write's progress steps, with their wall time);
+- every Spark stage the measured upsert ran: its wall time, the summed task time, the
+  rows it read as input or from a shuffle and the rows it wrote to a shuffle (rows that
+  cross between stages, and between the JVM and Python where the stage runs Python), from
+  the Spark UI's REST API;
+- the driver's time outside Spark jobs (the upsert's wall time minus the union of the
+  jobs' wall times).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import hudisql
+from hudisql.progress import ProgressUpdate
+from hudisql.table.write_create import create_table
+from hudisql.table.write_files import COMPRESSION_CODEC
+from hudisql.write.pipeline import SparkWriter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_write_read import SCHEMA, _records
+
+
+class _Steps:
+    """A progress sink that records when each step of a write started."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[str, float]] = []
+
+    def __call__(self, update: ProgressUpdate) -> None:
+        if not self.marks or self.marks[-1][0] != update.stage:
+            self.marks.append((update.stage, time.perf_counter()))
+
+    def show(self, end: float) -> None:
+        """Print each step and its wall time."""
+        for i, (stage, start) in enumerate(self.marks):
+            stop = self.marks[i + 1][1] if i + 1 < len(self.marks) else end
+            print(f"  driver step {stage!r:<28}{stop - start:>8.2f} s")
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url) as response:
+        return json.loads(response.read())
+
+
+def _ms(stamp: str) -> float:
+    from datetime import datetime
+    return datetime.strptime(stamp.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z"
+                             ).timestamp()
+
+
+def main() -> None:
+    """Run the profile and print it."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--updates", type=float, default=0.1)
+    parser.add_argument("--table-type", default="MERGE_ON_READ")
+    parser.add_argument("--codec", default="snappy")
+    parser.add_argument("--option", action="append", default=[], help="key=value write option")
+    args = parser.parse_args()
+    options = dict(o.split("=", 1) for o in args.option)
+    upsert_rows = args.rows // 5
+    n_updates = int(upsert_rows * args.updates)
+    work = Path(tempfile.mkdtemp(prefix="hudisql-profile-"))
+    session = hudisql.connect(warehouse=work / "wh", conf={
+        "spark.master": "local[2]", "spark.ui.enabled": "true", "spark.ui.port": "0",
+        COMPRESSION_CODEC: args.codec})
+    spark = session.spark
+    ui = f"{spark.sparkContext.uiWebUrl}/api/v1/applications/{spark.sparkContext.applicationId}"
+    try:
+        path = str(work / "hudi")
+        create_table(path, "bench", SCHEMA, "uuid", "city", "ts", args.table_type)
+        handle = session.table_at(path)
+        handle.bulk_insert(_records(spark, 0, args.rows, 1))
+        batch = _records(spark, args.rows - n_updates, upsert_rows, 2).cache()
+        batch.count()
+        shutil.copytree(path, work / "warm")
+        session.table_at(str(work / "warm")).upsert(batch, **options)
+        seen = {j["jobId"] for j in _get(f"{ui}/jobs")}
+        steps = _Steps()
+        start = time.perf_counter()
+        wall_start = time.time()
+        SparkWriter(spark, path, options, progress=steps).write(batch, "upsert")
+        end = time.perf_counter()
+        wall_end = time.time()
+        jobs = [j for j in _get(f"{ui}/jobs") if j["jobId"] not in seen]
+        stage_ids = sorted({s for j in jobs for s in j["stageIds"]})
+        stages = [s for s in _get(f"{ui}/stages") if s["stageId"] in stage_ids
+                  and s["status"] == "COMPLETE"]
+    finally:
+        session.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"upsert of {upsert_rows} records ({n_updates} updates) into {args.rows} rows "
+          f"{args.table_type}, local[2], options {options}: {end - start:.2f} s")
+    steps.show(end)
+    spans = []
+    for job in sorted(jobs, key=lambda j: j["jobId"]):
+        a, b = _ms(job["submissionTime"]), _ms(job["completionTime"])
+        spans.append((a, b))
+        print(f"  job {job['jobId']:>3} {b - a:>7.2f} s  {job['name'][:70]}")
+    for s in sorted(stages, key=lambda s: s["stageId"]):
+        wall = _ms(s["completionTime"]) - _ms(s["submissionTime"])
+        print(f"    stage {s['stageId']:>3} {wall:>7.2f} s wall {s['executorRunTime'] / 1000:>7.2f}"
+              f" s tasks ({s['numTasks']:>3})  in {s['inputRecords']:>9} shuffle-in "
+              f"{s['shuffleReadRecords']:>9} shuffle-out {s['shuffleWriteRecords']:>9}  "
+              f"{s['name'][:60]}")
+    covered, last = 0.0, wall_start
+    for a, b in sorted(spans):
+        a, b = max(a, last), min(b, wall_end)
+        if b > a:
+            covered += b - a
+            last = b
+    print(f"  driver outside Spark jobs: {(wall_end - wall_start) - covered:.2f} s of "
+          f"{wall_end - wall_start:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
