@@ -25,13 +25,13 @@ not refer to a dropped view), and text sqlglot cannot parse.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
+from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from hudisql.parser import commands as c
@@ -43,8 +43,9 @@ from hudisql.sql.spark_tables import quote_identifier
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from hudisql.catalog import TableEntry
+    from hudisql.catalog import TableEntry, TableName
     from hudisql.sql.router import StatementContext
+    from hudisql.table.table import HudiTable
 
 #: Views made for one statement are named with this prefix (and a random suffix).
 VIEW_PREFIX = "hudi_scan_"
@@ -60,13 +61,22 @@ def sql(ctx: StatementContext, text: str) -> DataFrame:
 
     Raises:
         ReadOptionError: bad time travel (names line and column).
-        HudiSqlError: a table that cannot be read.
+        HudiSqlError: a table that cannot be read, a conjunct the pruning cannot parse.
     """
     text = time_travel.rewrite(ctx, text)
-    edits, views = _plan(ctx, text)
-    for start, end, replacement in sorted(edits, reverse=True):
-        text = text[:start] + replacement + text[end + 1:]
+    tables = _HudiTables(ctx)
+    references = scan_references(text, tables.columns) if ctx.entries else []
+    if any(len(r.name.parts) == 1 for r in references):
+        shadowed = _temp_views(ctx)
+        references = [r for r in references
+                      if len(r.name.parts) > 1 or r.name.parts[0].lower() not in shadowed]
+    views: list[str] = []
     try:
+        for ref in sorted(references, key=lambda r: r.start, reverse=True):
+            view = _define_view(ctx, tables.open(ref.name), ref.where)
+            views.append(view)
+            named = view if ref.aliased else f"{view} AS {quote_identifier(ref.name.parts[-1])}"
+            text = text[:ref.start] + named + text[ref.end + 1:]
         return ctx.spark.sql(text)
     finally:
         for view in views:
@@ -74,67 +84,99 @@ def sql(ctx: StatementContext, text: str) -> DataFrame:
 
 
 @dataclass(frozen=True)
+class ScanReference:
+    """A hudi table reference in a query: where its name is in the text (``start..end``,
+    inclusive), whether the query aliased it, and its own conjuncts (SQL, unqualified)."""
+
+    start: int
+    end: int
+    name: c.TableName
+    aliased: bool
+    where: str | None
+
+
+def scan_references(text: str, columns_of: Callable[[c.TableName], set[str] | None]
+                    ) -> list[ScanReference]:
+    """The references to hudi tables in the query ``text`` that can read through a view.
+
+    Args:
+        columns_of: a table name's column names, lower-cased; None when it is no hudi table.
+
+    Returns:
+        One entry per reference (none for text that is not a query or ``INSERT``, or that
+        sqlglot cannot parse or scope).
+    """
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+        if not isinstance(tree, exp.Query | exp.Insert):
+            return []
+        scopes = traverse_scope(tree)
+    except (ParseError, TokenError, OptimizeError):
+        return []
+    out: list[ScanReference] = []
+    for scope in scopes:
+        if not isinstance(scope.expression, exp.Select):
+            continue
+        references = list(_references(scope, columns_of))
+        columns = {ref.alias: ref.columns for ref in references}
+        for ref in references:
+            span = _span(ref.node)
+            if span is None or _names_database(scope, ref):
+                continue
+            out.append(ScanReference(span[0], span[1], ref.name,
+                                     ref.node.args.get("alias") is not None,
+                                     _conjuncts(scope, ref, columns)))
+    return out
+
+
+class _HudiTables:
+    """The statement's hudi tables by name: opened once, their columns."""
+
+    def __init__(self, ctx: StatementContext) -> None:
+        self.ctx = ctx
+        self._tables: dict[TableName, HudiTable] = {}
+
+    def entry(self, name: c.TableName) -> TableEntry | None:
+        found = catalog_name(name, self.ctx.router.current_database(self.ctx.spark, [name]))
+        return self.ctx.entries.get(found) if found is not None else None
+
+    def open(self, name: c.TableName) -> HudiTable:
+        from hudisql.table.table import HudiTable
+
+        entry = self.entry(name)
+        assert entry is not None
+        if entry.name not in self._tables:
+            self._tables[entry.name] = HudiTable.open(entry.location)
+        return self._tables[entry.name]
+
+    def columns(self, name: c.TableName) -> set[str] | None:
+        if self.entry(name) is None:
+            return None
+        return {n.lower() for n in self.open(name).schema.names}
+
+
+@dataclass(frozen=True)
 class _Reference:
-    """One hudi table reference in a SELECT: its alias in the scope and catalog entry."""
+    """One hudi table reference among a SELECT's sources."""
 
     alias: str
     node: exp.Table
-    entry: TableEntry
+    name: c.TableName
+    columns: set[str]
 
 
-def _plan(ctx: StatementContext, text: str) -> tuple[list[tuple[int, int, str]], list[str]]:
-    """The text edits (start, end inclusive, replacement) and the views they name."""
-    if not ctx.entries:
-        return [], []
-    try:
-        tree = sqlglot.parse_one(text, read="spark")
-    except (ParseError, TokenError):
-        return [], []
-    if not isinstance(tree, exp.Query | exp.Insert):
-        return [], []
-    edits: list[tuple[int, int, str]] = []
-    views: list[str] = []
-    shadowed: set[str] | None = None
-    try:
-        for scope in traverse_scope(tree):
-            references = list(_references(ctx, scope))
-            if any(len(r.node.parts) == 1 for r in references) and shadowed is None:
-                shadowed = _temp_views(ctx)
-            columns = {r.alias: _columns_of(r.entry) for r in references}
-            for ref in references:
-                if len(ref.node.parts) == 1 and ref.node.name.lower() in (shadowed or set()):
-                    continue
-                edit = _span(ref.node)
-                if edit is None or _names_database(scope, ref):
-                    continue
-                where = _conjuncts(scope, ref, columns)
-                view = _define_view(ctx, ref.entry, where)
-                views.append(view)
-                name = view if ref.node.args.get("alias") else (
-                    f"{view} AS {quote_identifier(ref.node.name)}")
-                edits.append((edit[0], edit[1], name))
-    except Exception:
-        for view in views:
-            ctx.spark.catalog.dropTempView(view)
-        raise
-    return edits, views
-
-
-def _references(ctx: StatementContext, scope: Scope) -> Iterator[_Reference]:
-    """The hudi catalog tables among the sources ``scope`` selects from."""
-    if not isinstance(scope.expression, exp.Select):
-        return
+def _references(scope: Scope, columns_of: Callable[[c.TableName], set[str] | None]
+                ) -> Iterator[_Reference]:
+    """The hudi tables among the sources ``scope`` selects from."""
     for alias, (node, source) in scope.selected_sources.items():
         if not isinstance(source, exp.Table) or node is not source:
             continue
         if source.args.get("version") is not None or not source.name:
             continue
-        parts = tuple(p.name for p in source.parts)
-        name = c.TableName(parts)
-        found = catalog_name(name, ctx.router.current_database(ctx.spark, [name]))
-        entry = ctx.entries.get(found) if found is not None else None
-        if entry is not None:
-            yield _Reference(alias.lower(), source, entry)
+        name = c.TableName(tuple(p.name for p in source.parts))
+        columns = columns_of(name)
+        if columns is not None:
+            yield _Reference(alias.lower(), source, name, columns)
 
 
 def _span(node: exp.Table) -> tuple[int, int] | None:
@@ -156,13 +198,6 @@ def _temp_views(ctx: StatementContext) -> set[str]:
     """The session's temporary views (lower-cased): they shadow catalog names in Spark."""
     rows = ctx.spark.sql("SHOW VIEWS").collect()
     return {str(r["viewName"]).lower() for r in rows if r["isTemporary"]}
-
-
-def _columns_of(entry: TableEntry) -> set[str]:
-    """The column names (lower-cased) of a hudi table, meta columns included."""
-    from hudisql.table.table import HudiTable
-
-    return {n.lower() for n in HudiTable.open(entry.location).schema.names}
 
 
 def _conjuncts(scope: Scope, ref: _Reference, columns: dict[str, set[str]]) -> str | None:
@@ -206,8 +241,8 @@ def _is_inner(join: exp.Join) -> bool:
 
 
 def _null_supplying(select: exp.Select, scope: Scope) -> set[str]:
-    """The aliases of ``select``'s sources on the null-supplying side of an outer join (and
-    of semi and anti joins, whose rows the query does not return)."""
+    """The aliases of ``select``'s sources on the null-supplying side of an outer join (all
+    of them when a source is one this reading does not place)."""
     out: set[str] = set()
     seen: list[str] = []
     from_ = select.args.get("from_")
@@ -217,7 +252,9 @@ def _null_supplying(select: exp.Select, scope: Scope) -> set[str]:
         joined = _aliases(join.this)
         side = (join.side or "").upper()
         kind = (join.kind or "").upper()
-        if side in ("LEFT", "FULL") or kind in ("SEMI", "ANTI"):
+        if kind in ("SEMI", "ANTI"):
+            continue  # not a source of the SELECT's rows (sqlglot does not select it)
+        if side in ("LEFT", "FULL"):
             out.update(joined)
         if side in ("RIGHT", "FULL"):
             out.update(seen)
@@ -255,16 +292,15 @@ def _belongs(conj: exp.Expr, alias: str, others: set[str],
     return True
 
 
-def _define_view(ctx: StatementContext, entry: TableEntry, where: str | None) -> str:
-    """A temporary view reading ``entry``'s table pruned by ``where``; returns its name."""
+def _define_view(ctx: StatementContext, table: HudiTable, where: str | None) -> str:
+    """A temporary view reading ``table`` pruned by ``where``; returns its name."""
     from hudisql.read.frame import read_frame
-    from hudisql.table.table import HudiTable
 
     options = dict(ctx.session.options)
     configured = ctx.spark.conf.get(DATA_SKIPPING, None)
     if configured is not None:
         options[DATA_SKIPPING] = configured
-    frame = read_frame(ctx.spark, HudiTable.open(entry.location), options, where=where)
+    frame = read_frame(ctx.spark, table, options, where=where)
     view = VIEW_PREFIX + uuid.uuid4().hex[:16]
     frame.createOrReplaceTempView(view)
     return view
