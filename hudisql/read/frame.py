@@ -14,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from hudisql.read.options import AS_OF_INSTANT, DIRECT_PARQUET, QUERY_TYPE, SNAPSHOT, WHERE
+from hudisql.read.options import (
+    AS_OF_INSTANT,
+    DATA_SKIPPING,
+    DIRECT_PARQUET,
+    QUERY_TYPE,
+    SNAPSHOT,
+    WHERE,
+)
 from hudisql.read.snapshot import snapshot_frame
 
 if TYPE_CHECKING:
@@ -35,7 +42,8 @@ def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str]
             the base path in its first field's metadata); default all.
         where: a SQL predicate: only slices that may hold matching rows are read (partition
             paths, then the metadata table's indexes unless ``hoodie.enable.data.skipping``
-            is ``false``), and the rows are filtered by it.
+            is ``false`` in ``options`` or, without it there, in the Spark session's
+            configuration), and the rows are filtered by it.
 
     Raises:
         HudiSqlError: a malformed ``as_of`` or ``where``.
@@ -47,6 +55,11 @@ def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str]
         return read_frame(spark, table, options, as_of, None, where).select(
             *schema.fieldNames())
     merged = dict(options)
+    if not any(key.lower() == DATA_SKIPPING for key in merged):
+        # ``SET hoodie.enable.data.skipping=false`` in the Spark session, as Hudi reads it.
+        configured = spark.conf.get(DATA_SKIPPING, None)
+        if configured is not None:
+            merged[DATA_SKIPPING] = configured
     direct = merged.pop(DIRECT_PARQUET, "true").strip().lower() != "false"
     snapshot = merged.get(QUERY_TYPE, SNAPSHOT).strip().lower() == SNAPSHOT
     frame = None

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import sqlglot
+from pyspark.errors import AnalysisException
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from hudisql.parser import commands as c
-from hudisql.read.options import DATA_SKIPPING
 from hudisql.sql import time_travel
 from hudisql.sql.names import catalog_name
 from hudisql.sql.spark_tables import quote_identifier
@@ -71,13 +71,21 @@ def sql(ctx: StatementContext, text: str) -> DataFrame:
         references = [r for r in references
                       if len(r.name.parts) > 1 or r.name.parts[0].lower() not in shadowed]
     views: list[str] = []
+    rewritten = text
     try:
         for ref in sorted(references, key=lambda r: r.start, reverse=True):
             view = _define_view(ctx, tables.open(ref.name), ref.where)
             views.append(view)
             named = view if ref.aliased else f"{view} AS {quote_identifier(ref.name.parts[-1])}"
-            text = text[:ref.start] + named + text[ref.end + 1:]
-        return ctx.spark.sql(text)
+            rewritten = rewritten[:ref.start] + named + rewritten[ref.end + 1:]
+        try:
+            return ctx.spark.sql(rewritten)
+        except AnalysisException:
+            if not views:
+                raise
+            # The statement as written: Spark's own error at the user's line and column
+            # (the views' names moved them), or its rows unpruned.
+            return ctx.spark.sql(text)
     finally:
         for view in views:
             ctx.spark.catalog.dropTempView(view)
@@ -296,11 +304,7 @@ def _define_view(ctx: StatementContext, table: HudiTable, where: str | None) -> 
     """A temporary view reading ``table`` pruned by ``where``; returns its name."""
     from hudisql.read.frame import read_frame
 
-    options = dict(ctx.session.options)
-    configured = ctx.spark.conf.get(DATA_SKIPPING, None)
-    if configured is not None:
-        options[DATA_SKIPPING] = configured
-    frame = read_frame(ctx.spark, table, options, where=where)
+    frame = read_frame(ctx.spark, table, ctx.session.options, where=where)
     view = VIEW_PREFIX + uuid.uuid4().hex[:16]
     frame.createOrReplaceTempView(view)
     return view

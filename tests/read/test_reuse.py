@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import EqualTo, GreaterThan
 
@@ -149,3 +150,13 @@ def test_snapshots_after_a_new_commit(spark: SparkSession, trips: str,
     riders = {r.rider for r in table.where("city = 'chennai'").collect()}
     assert riders == {"rider-I", "rider-J", "rider-N"}
     assert table.count() == 9
+
+
+def test_a_query_error_is_spark_error_on_the_statement_as_written(
+        trips: str, hudi_session: HudiSession) -> None:
+    name = trips_name(hudi_session, trips)
+    with pytest.raises(AnalysisException) as caught:
+        hudi_session.sql(f"SELECT * FROM {name} WHERE ridr = 'rider-A'")
+    message = str(caught.value)
+    assert "ridr" in message and "hudi_scan_" not in message
+    assert caught.value.getQueryContext()[0].fragment() == "ridr"
