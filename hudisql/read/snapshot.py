@@ -163,8 +163,8 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
             if key.lower() != WHERE:  # the slices were chosen here
                 reader = reader.option(key, value)
         reader = reader.option(AS_OF_INSTANT, plan.snapshot).option(SLICES, plan.slices_option())
-        if schema is not None:
-            reader = reader.schema(schema)
+        # Given the schema, Spark needs no Python worker to ask the data source for it.
+        reader = reader.schema(schema or full)
         parts.append(reader.load(path).select(*columns))
     frame = parts[0]
     for part in parts[1:]:
