@@ -35,6 +35,7 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
+from hudisql.errors import HudiSqlError
 from hudisql.parser import commands as c
 from hudisql.sql import time_travel
 from hudisql.sql.names import catalog_name
@@ -61,7 +62,7 @@ def sql(ctx: StatementContext, text: str) -> DataFrame:
 
     Raises:
         ReadOptionError: bad time travel (names line and column).
-        HudiSqlError: a table that cannot be read, a conjunct the pruning cannot parse.
+        HudiSqlError: a table that cannot be read.
     """
     text = time_travel.rewrite(ctx, text)
     tables = _HudiTables(ctx)
@@ -74,7 +75,13 @@ def sql(ctx: StatementContext, text: str) -> DataFrame:
     rewritten = text
     try:
         for ref in sorted(references, key=lambda r: r.start, reverse=True):
-            view = _define_view(ctx, tables.open(ref.name), ref.where)
+            table = tables.open(ref.name)
+            try:
+                view = _define_view(ctx, table, ref.where)
+            except HudiSqlError:
+                if ref.where is None:
+                    raise
+                view = _define_view(ctx, table, None)  # conjuncts pruning cannot read
             views.append(view)
             named = view if ref.aliased else f"{view} AS {quote_identifier(ref.name.parts[-1])}"
             rewritten = rewritten[:ref.start] + named + rewritten[ref.end + 1:]
