@@ -261,9 +261,14 @@ def select_slices(table: HudiTable, slices: Sequence[FileSlice], where: str | No
     predicates = parse_predicates(where)
     if not predicates:
         return selection
-    pruner = PartitionPruner.for_table(table.properties, table.schema_as_of(as_of))
-    filters = [f for f in map(as_filter, predicates) if f is not None and pruner.accepts(f)]
-    if filters:
+    fields = set(table.properties.partition_fields)
+    on_paths = [p for p in predicates if p.column in fields]
+    # The schema (a commit's metadata parsed) only when a predicate names a partition field.
+    pruner = PartitionPruner.for_table(table.properties, table.schema_as_of(as_of)) \
+        if on_paths else None
+    filters = [f for f in map(as_filter, on_paths)
+               if f is not None and pruner is not None and pruner.accepts(f)]
+    if filters and pruner is not None:
         before = len(selection.kept)
         selection.kept = [s for s in selection.kept if pruner.keeps(s.partition_path, filters)]
         selection.steps.append(SkippingStep("partition", before, len(selection.kept)))
