@@ -97,6 +97,9 @@ def skipping_figures(session: HudiSession, name: str, table: HudiTable, repeat: 
         "lookup_off": lambda: _with_skipping(session, False, lookup),
         "range_on": lambda: _with_skipping(session, True, ranged),
         "range_off": lambda: _with_skipping(session, False, ranged),
+        # The driver's share of the lookup: list the slices, prune them with the indexes.
+        "plan_lookup": lambda: select_slices(
+            HudiTable.open(table.base_path), table.file_slices(), f"uuid = '{key}'"),
     }, repeat)
     slices = table.file_slices()
     kept_lookup = len(select_slices(table, slices, f"uuid = '{key}'").kept)
@@ -106,6 +109,8 @@ def skipping_figures(session: HudiSession, name: str, table: HudiTable, repeat: 
          best["lookup_on"], best["lookup_off"], "<= 0.1"),
         (f"range on seq, column stats ({kept_range}/{len(slices)} slices) vs skipping off",
          best["range_on"], best["range_off"], "(reported)"),
+        ("lookup planning on the driver (slices + indexes) vs the lookup",
+         best["plan_lookup"], best["lookup_on"], "(reported)"),
     ]
 
 
