@@ -39,7 +39,7 @@ CITIES = ("c0", "c1", "c2")
 #: (predicate, whether an index or the partition path must prune some slice).
 PREDICATES: list[tuple[str, bool]] = [
     ("uuid = 'u2-c1-0'", True),                        # record index, bloom filters
-    ("uuid IN ('u0-c0-1', 'u3-c2-2')", True),  # u3: written after the index
+    ("uuid IN ('u0-c0-1', 'u3-c0-2')", True),  # one partition; u3 written after the index
     ("rider = 'r31'", True),                           # secondary index
     ("rider IN ('r00', 'r21')", True),
     ("fare = 211.0", True),                            # column stats, partition stats
