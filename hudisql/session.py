@@ -448,7 +448,8 @@ class HudiTableHandle:
         return TableInspector(self.path, self.name)
 
     def read(self, as_of: str | None = None, columns: Sequence[str] | None = None, *,
-             query_type: str | None = None, begin: str | None = None, end: str | None = None,
+             where: str | None = None, query_type: str | None = None,
+             begin: str | None = None, end: str | None = None,
              incremental_format: str | None = None, **options: str) -> DataFrame:
         """The table's snapshot (or another Hudi query type) as a Spark DataFrame.
 
@@ -456,6 +457,12 @@ class HudiTableHandle:
             as_of: an instant time; read the table as of that instant (time travel).
             columns: only these columns, in this order: executors then read only them
                 (Python data sources get no column pruning from Spark's optimizer).
+            where: a SQL predicate (``"city = 'sf' AND fare > 10"``): only the rows matching
+                it, and only the file slices that may hold such rows are read: partition
+                paths decide, then the metadata table's indexes (record index, secondary
+                indexes, bloom filters, column and partition stats) unless
+                ``hoodie.enable.data.skipping=false``. Fixed for this DataFrame, so every
+                query on it, reused or not, reads the same slices.
             query_type: Hudi's ``hoodie.datasource.query.type``: ``snapshot`` (default),
                 ``read_optimized`` (base files only) or ``incremental``.
             begin, end: an incremental query's range ``(begin, end]``
@@ -467,42 +474,23 @@ class HudiTableHandle:
         Returns:
             A lazy DataFrame of the snapshot as of the time of this call (or ``as_of``).
             Base rows no log block touches are read by Spark's own parquet reader and the
-            rest by the ``hudi`` data source (:mod:`hudisql.read.snapshot`); with the option
+            rest by the ``hudi`` data source (:mod:`hudisql.read.frame`); with the option
             ``hudisql.read.direct.parquet=false`` all of it by the data source. Other query
             types are read by the data source.
 
         Raises:
-            HudiSqlError: a column the table does not have, a malformed ``as_of``.
+            HudiSqlError: a column the table does not have, a malformed ``as_of`` or
+                ``where``.
         """
-        from hudisql.read.options import (
-            BEGIN_INSTANT,
-            DIRECT_PARQUET,
-            END_INSTANT,
-            INCREMENTAL_FORMAT,
-            QUERY_TYPE,
-            SNAPSHOT,
-        )
-        from hudisql.read.snapshot import snapshot_frame
+        from hudisql.read.frame import read_frame
+        from hudisql.read.options import BEGIN_INSTANT, END_INSTANT, INCREMENTAL_FORMAT, QUERY_TYPE
 
         named = {QUERY_TYPE: query_type, BEGIN_INSTANT: begin, END_INSTANT: end,
                  INCREMENTAL_FORMAT: incremental_format}
         merged = {**self.session.options, **options,
                   **{k: v for k, v in named.items() if v is not None}}
-        direct = merged.pop(DIRECT_PARQUET, "true").strip().lower() != "false"
-        snapshot = merged.get(QUERY_TYPE, SNAPSHOT).strip().lower() == SNAPSHOT
         projection = self._projection(list(columns)) if columns is not None else None
-        if direct and snapshot:
-            frame = snapshot_frame(self.session.spark, self.core(), merged, as_of, projection)
-            if frame is not None:
-                return frame
-        reader = self.session.spark.read.format("hudi")
-        for key, value in merged.items():
-            reader = reader.option(key, value)
-        if as_of is not None:
-            reader = reader.option("as.of.instant", as_of)
-        if projection is not None:
-            reader = reader.schema(projection)
-        return reader.load(self.path)
+        return read_frame(self.session.spark, self.core(), merged, as_of, projection, where)
 
     def _projection(self, columns: list[str]) -> StructType:
         """The table's Spark schema cut to ``columns``, path and snapshot metadata kept."""

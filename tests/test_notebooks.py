@@ -77,6 +77,13 @@ def check_quickstart(cells: list[nbformat.NotebookNode]) -> None:
     assert "indexes: [('record_index', 'built'), ('secondary_index_idx_rider', 'built')]\n" in text
     assert ("data partitions in the files index: "
             "['city=chennai', 'city=san_francisco', 'city=sao_paulo']\n") in text
+    # Data skipping: the lookup of one ride reads one file slice through the record index;
+    # with skipping off, every slice of the table.
+    on = re.search(r"skipping on: kept 1 of (\d+) file slices \(record_index", text)
+    off = re.search(r"skipping off: kept (\d+) of (\d+) file slices", text)
+    assert on is not None and off is not None
+    assert 1 < int(off.group(1)) == int(off.group(2)) == int(on.group(1))
+    assert "same rows: True (1 row)\n" in text
     # RUN LOG COMPACTION: one completed, fewer log blocks, the same rows.
     run = next(outputs(c) for c in cells if "RUN LOG COMPACTION" in c.source)
     shown = next(outputs(c) for c in cells if "SHOW LOG COMPACTION" in c.source)

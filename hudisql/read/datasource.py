@@ -14,10 +14,12 @@ none (``df.count()``, ``SELECT * FROM view``) runs the relation's last plan, whi
 made it. Each ``spark.sql`` over a catalog table resolves a new relation, so it re-plans.
 Hence:
 
-* Partition pruning in a plan would leak into later filter-less queries on the same
-  relation (rows lost), and no per-query state reaches the executors to undo it. Pruning is
-  therefore off by default; ``hudisql.read.partition.pruning=true`` turns it on for a
-  DataFrame that serves one query only. Without it every filter is handed back to Spark.
+* Pruning by pushed filters would leak into later filter-less queries on the same relation
+  (rows lost), and no per-query state reaches the executors to undo it. Pushed filters
+  therefore never prune; every one is handed back to Spark. Pruning comes only from a
+  predicate fixed for the relation (``hudisql.read.where``, which ``t.read(where=...)`` and
+  SQL on catalog tables through a hudisql session set): every plan of the relation prunes the
+  same way, so a reused plan loses nothing.
 * Snapshots: a ``load(path)`` DataFrame is pinned to the table's last completed instant at
   ``load()`` time (kept in the schema's metadata, :data:`SNAPSHOT_METADATA_KEY`), so every
   query on it reads that snapshot, re-planned or not; load again to see later commits. A
@@ -54,7 +56,7 @@ from hudisql.read.options import (
     TOUCHED,
     ReadOptions,
 )
-from hudisql.read.pruning import PartitionPruner
+from hudisql.read.pruning import select_slices
 from hudisql.table.cdc import CDC_SCHEMA
 from hudisql.table.fsview import base_files_only
 from hudisql.table.incremental import COMMIT_TIME_COLUMN, IncrementalRange
@@ -157,50 +159,31 @@ class HudiReader(DataSourceReader):
         self.schema = schema
         self.snapshot: str | None = None
         self.head: str | None = None
-        self.partition_filters: list[Filter] = []
-        self._pruner: PartitionPruner | None = None
         self._slices: list[FileSlice] | None = None
         self._range: IncrementalRange | None = None
         self._cdc_units: list[CdcUnit] = []
 
     def __getstate__(self) -> dict[str, object]:
         # Spark pickles the reader into the read function before partitions(): the slice
-        # list and pruner are planning state the read tasks never need.
+        # list is planning state the read tasks never need.
         state = dict(self.__dict__)
-        state.update(_slices=None, _pruner=None, _cdc_units=[])
+        state.update(_slices=None, _cdc_units=[])
         return state
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        """Keep the filters decided exactly by partition paths; yield every other one back.
+        """Yield every filter back: Spark applies them all.
 
-        Only with ``hudisql.read.partition.pruning=true``; otherwise every filter is yielded
-        back (see the module notes on plan reuse). Each call replaces the previous one's
-        filters.
+        Pushed filters never prune (see the module notes on plan reuse): only a predicate
+        fixed for the relation does (:data:`hudisql.read.options.WHERE`). Kept so that a
+        query pushing a filter re-plans the relation (and reads the latest snapshot).
         """
-        self.partition_filters = []
-        self._pruner = None
-        if not self.options.prune or self.options.is_cdc:
-            yield from filters
-            return
-        table = self._plan()
-        pruner = PartitionPruner.for_table(table.properties, table.schema)
-        paths = {s.partition_path for s in self._slices or []}
-        readable = all(pruner.values(p) is not None for p in paths)
-        for flt in filters:
-            if readable and pruner.accepts(flt):
-                self.partition_filters.append(flt)
-            else:
-                yield flt
-        self._pruner = pruner
+        yield from filters
 
     def partitions(self) -> Sequence[InputPartition]:
-        """One :class:`SliceInput` per latest file slice that survives partition pruning."""
+        """One :class:`SliceInput` per latest file slice kept by the relation's predicate."""
         if self._slices is None:
             self._plan()
         slices = self._slices or []
-        if self._pruner is not None and self.partition_filters:
-            slices = [s for s in slices
-                      if self._pruner.keeps(s.partition_path, self.partition_filters)]
         self._slices = None
         if self._cdc_units:
             return [SliceInput(None, self.snapshot, self.head, cdc=unit)
@@ -231,6 +214,9 @@ class HudiReader(DataSourceReader):
         if self.options.query_type == READ_OPTIMIZED:
             # Base files alone: log files are ignored, and slices of logs only hold no rows.
             self._slices = base_files_only(self._slices)
+        if self.options.where is not None and self.options.slices is None:
+            self._slices = select_slices(table, self._slices, self.options.where,
+                                         self.snapshot, self.options.data_skipping).kept
         return table
 
     def _plan_incremental(self, table: HudiTable) -> None:
@@ -330,8 +316,10 @@ class HudiDataSource(DataSource):
     Hudi's ``hoodie.datasource.query.type`` (``snapshot``, ``read_optimized``,
     ``incremental`` with ``hoodie.datasource.read.begin.instanttime``, ``...end.instanttime``
     and ``hoodie.datasource.query.incremental.format`` ``latest_state`` or ``cdc``),
-    ``hudisql.read.partition.pruning`` (``true`` prunes slices by pushed partition filters:
-    only for a DataFrame that serves a single query).
+    ``hudisql.read.where`` (a SQL predicate fixed for the relation: only the file slices that
+    may hold matching rows are read, by partition paths and, unless
+    ``hoodie.enable.data.skipping=false``, the metadata table's indexes; the rows of kept
+    slices come back whole, so apply the same predicate with ``.where()``).
     """
 
     @classmethod

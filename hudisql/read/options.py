@@ -20,9 +20,16 @@ SNAPSHOT_METADATA_KEY = "hudi.snapshot"
 #: The time-travel option: read the table as of this instant.
 AS_OF_INSTANT = "as.of.instant"
 
-#: Whether pushed filters on partition columns prune file slices (default false: Spark
-#: reuses a pruned plan for later queries on the same DataFrame, see hudisql.read.datasource).
+#: Gone: pushed filters never prune (Spark reuses a pruned plan for later queries on the same
+#: DataFrame, see hudisql.read.datasource); ``true`` is refused, pointing to :data:`WHERE`.
 PARTITION_PRUNING = "hudisql.read.partition.pruning"
+#: A SQL predicate fixed for the relation: only file slices that may hold matching rows are
+#: read (partition paths, then the metadata table's indexes); the rows of the kept slices are
+#: returned whole, so apply the same predicate to the DataFrame (``t.read(where=...)`` does).
+WHERE = "hudisql.read.where"
+#: Hudi's switch for data skipping with the metadata table's indexes (default ``true``);
+#: ``false`` leaves partition pruning only.
+DATA_SKIPPING = "hoodie.enable.data.skipping"
 #: ``HudiTableHandle.read``: ``true`` (default) lets Spark's parquet reader read the base
 #: rows no log touches (:mod:`hudisql.read.snapshot`); ``false`` reads through the data
 #: source alone.
@@ -77,7 +84,10 @@ class ReadOptions:
 
     path: str
     as_of: str | None = None
-    prune: bool = False
+    #: :data:`WHERE`: the predicate fixed for this relation.
+    where: str | None = None
+    #: :data:`DATA_SKIPPING`.
+    data_skipping: bool = True
     pinned: str | None = None
     #: (partition path, file id) -> TOUCHED | WHOLE: read only these slices (see SLICES).
     slices: Mapping[tuple[str, str], str] | None = None
@@ -126,13 +136,29 @@ class ReadOptions:
             raise ReadOptionError(
                 f"options {AS_OF_INSTANT} and {QUERY_TYPE}={INCREMENTAL} do not go together: "
                 f"an incremental query reads up to {END_INSTANT}; give that instead")
+        if _choice(lowered, PARTITION_PRUNING, ("false", "true")) == "true":
+            raise ReadOptionError(
+                f"option {PARTITION_PRUNING} is gone: pruning by the filters Spark pushes "
+                "loses rows when Spark reuses the relation; give the predicate up front with "
+                f"the option {WHERE} (or t.read(where=...)) and apply it with .where()")
         return cls(path=path, as_of=normalize_instant(as_of) if as_of else None,
-                   prune=_choice(lowered, PARTITION_PRUNING, ("false", "true")) == "true",
+                   where=lowered.get(WHERE) or None,
+                   data_skipping=data_skipping_enabled(lowered),
                    pinned=pinned, slices=_slices(lowered.get(SLICES)), query_type=query_type,
                    begin=lowered.get(BEGIN_INSTANT), end=lowered.get(END_INSTANT),
                    incremental_format=_choice(lowered, INCREMENTAL_FORMAT, (LATEST_STATE, CDC)),
                    full_scan_fallback=_choice(lowered, FULL_SCAN_FALLBACK,
                                               ("false", "true")) == "true")
+
+
+def data_skipping_enabled(options: Mapping[str, str]) -> bool:
+    """Whether :data:`DATA_SKIPPING` is on in ``options`` (default on).
+
+    Raises:
+        ReadOptionError: a value other than ``true`` or ``false``.
+    """
+    lowered = {str(k).lower(): str(v) for k, v in options.items()}
+    return _choice(lowered, DATA_SKIPPING, ("true", "false")) == "true"
 
 
 def _choice(options: Mapping[str, str], key: str, allowed: tuple[str, ...]) -> str:

@@ -1,20 +1,24 @@
-"""Partition pruning for the ``hudi`` data source from the filters Spark pushes.
+"""Partition pruning and data skipping for the ``hudi`` data source, from a predicate fixed
+for the relation (:func:`select_slices`: ``t.read(where=...)``, the ``hudisql.read.where``
+option, SQL by name).
 
 A Hudi partition path encodes the values of the table's partition columns (``city=sf`` in
 hive style, ``sf`` otherwise, ``/`` between levels). A filter on a partition column can be
-decided from the path alone, so it is *applied exactly*: every row of a kept partition
-satisfies it and every row of a dropped partition fails it. Spark need not evaluate it again.
-That holds only when the key generator copies column values into paths unchanged (simple,
-complex and non-partitioned key generators) and the column's type reads back exactly from
-text (strings and integers); every other filter is handed back to Spark.
+decided from the path alone: every row of a kept partition satisfies it and every row of a
+dropped partition fails it. That holds only when the key generator copies column values into
+paths unchanged (simple, complex and non-partitioned key generators) and the column's type
+reads back exactly from text (strings and integers).
+
+Never from the filters Spark pushes: Spark 4.3 reuses a relation's last plan for later scans
+(``hudisql.read.datasource``), so a plan pruned for one query would lose rows in the next.
 """
 
 from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -34,7 +38,12 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
+from hudisql.metadata.skipping import Predicate, SkippingStep
 from hudisql.table.properties import TableProperties
+
+if TYPE_CHECKING:
+    from hudisql.table.fsview import FileSlice
+    from hudisql.table.table import HudiTable
 
 #: The partition path Hudi writes for a null partition value.
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -187,3 +196,84 @@ def evaluate(flt: Filter, values: Mapping[str, Any]) -> bool | None:
     else:  # pragma: no cover - accepts() admits only the kinds above
         raise TypeError(f"unsupported filter {flt!r}")
     return bool(result)
+
+
+# --------------------------------------------------------------------------- fixed predicates
+
+#: The seam's operators as the data source filters the partition pruner decides.
+_FILTER_OF_OP: dict[str, type[Filter]] = {
+    "=": EqualTo, "<": LessThan, "<=": LessThanOrEqual, ">": GreaterThan,
+    ">=": GreaterThanOrEqual, "starts_with": StringStartsWith,
+}
+
+
+def as_filter(predicate: Predicate) -> Filter | None:
+    """``predicate`` as the data source filter of the same meaning, or None (no equivalent)."""
+    attribute = (predicate.column,)
+    if predicate.op == "in":
+        return In(attribute, tuple(predicate.values))
+    if predicate.op == "is_null":
+        return IsNull(attribute)
+    if predicate.op == "is_not_null":
+        return IsNotNull(attribute)
+    kind = _FILTER_OF_OP.get(predicate.op)
+    if kind is None or len(predicate.values) != 1:
+        return None
+    return kind(attribute, predicate.values[0])  # type: ignore[call-arg]
+
+
+@dataclass
+class SliceSelection:
+    """The file slices a read keeps for a predicate fixed up front, and why.
+
+    ``steps`` are the pruning steps in order: ``partition`` (partition paths), then each
+    metadata-table index that ran (:func:`hudisql.metadata.skipping.skip_file_slices`).
+    """
+
+    total: int
+    kept: list[FileSlice]
+    steps: list[SkippingStep] = field(default_factory=list)
+
+    def describe(self) -> str:
+        """``kept 3 of 40 file slices (partition 40->10, record_index 10->3)``."""
+        steps = ", ".join(f"{s.index} {s.before}->{s.after}" for s in self.steps)
+        return (f"kept {len(self.kept)} of {self.total} file slices"
+                + (f" ({steps})" if steps else ""))
+
+
+def select_slices(table: HudiTable, slices: Sequence[FileSlice], where: str | None,
+                  as_of: str | None = None, data_skipping: bool = True) -> SliceSelection:
+    """The slices of ``slices`` (one snapshot of ``table``) that may hold rows matching
+    ``where``, a SQL predicate fixed for the whole relation; returns the selection.
+
+    Partition paths decide first (:class:`PartitionPruner`), then, with ``data_skipping``
+    (``hoodie.enable.data.skipping``), the metadata table's indexes. Nothing is ever exact:
+    the caller applies ``where`` to the rows it reads.
+
+    Raises:
+        HudiSqlError: ``where`` is not a SQL predicate.
+    """
+    selection = SliceSelection(total=len(slices), kept=list(slices))
+    if where is None or not where.strip():
+        return selection
+    from hudisql.metadata.skipping import parse_predicates, skip_file_slices
+
+    predicates = parse_predicates(where)
+    if not predicates:
+        return selection
+    fields = set(table.properties.partition_fields)
+    on_paths = [p for p in predicates if p.column in fields]
+    # The schema (a commit's metadata parsed) only when a predicate names a partition field.
+    pruner = PartitionPruner.for_table(table.properties, table.schema_as_of(as_of)) \
+        if on_paths else None
+    filters = [f for f in map(as_filter, on_paths)
+               if f is not None and pruner is not None and pruner.accepts(f)]
+    if filters and pruner is not None:
+        before = len(selection.kept)
+        selection.kept = [s for s in selection.kept if pruner.keeps(s.partition_path, filters)]
+        selection.steps.append(SkippingStep("partition", before, len(selection.kept)))
+    if data_skipping and selection.kept:
+        skipped = skip_file_slices(table, selection.kept, predicates, as_of)
+        selection.kept = list(skipped.kept)
+        selection.steps.extend(skipped.steps)
+    return selection

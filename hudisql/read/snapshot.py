@@ -40,7 +40,16 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from hudisql.read.datasource import spark_schema
-from hudisql.read.options import AS_OF_INSTANT, SLICES, TOUCHED, WHOLE, normalize_instant
+from hudisql.read.options import (
+    AS_OF_INSTANT,
+    SLICES,
+    TOUCHED,
+    WHERE,
+    WHOLE,
+    data_skipping_enabled,
+    normalize_instant,
+)
+from hudisql.read.pruning import SliceSelection, select_slices
 from hudisql.table.merge import RECORD_KEY_COLUMN, log_touched_keys
 
 if TYPE_CHECKING:
@@ -72,21 +81,27 @@ class SnapshotPlan:
     whole: list[tuple[str, str]] = field(default_factory=list)
     #: (base file name, record key) of the base rows the data source reads instead.
     superseded: list[pa.Table] = field(default_factory=list)
+    #: The slices kept by the read's fixed predicate (all of them without one).
+    selection: SliceSelection | None = None
 
     def slices_option(self) -> str:
         """The data source's :data:`SLICES` option for this plan."""
         return json.dumps({TOUCHED: self.touched, WHOLE: self.whole})
 
 
-def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: bool = False
+def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: bool = False,
+                  where: str | None = None, data_skipping: bool = True
                   ) -> SnapshotPlan | None:
     """Sort the file slices of ``table`` as of ``as_of`` (default: latest) by how each is
     read; returns None when the split does not apply (see :func:`snapshot_frame`).
 
     ``split_touched``: slices with log files are split by touched keys (module notes).
+    ``where``: only the slices that may hold rows matching this SQL predicate
+    (:func:`hudisql.read.pruning.select_slices`, with the metadata table's indexes when
+    ``data_skipping``).
 
     Raises:
-        HudiSqlError: a malformed ``as_of``.
+        HudiSqlError: a malformed ``as_of`` or ``where``.
     """
     if table.properties.get(_META_FIELDS, "true").strip().lower() != "true":
         return None
@@ -96,7 +111,9 @@ def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: boo
         return None
     plan = SnapshotPlan(snapshot)
     budget = MAX_TOUCHED_KEYS if split_touched else 0
-    for file_slice in table.file_slices(as_of=snapshot):
+    plan.selection = select_slices(table, table.file_slices(as_of=snapshot), where, snapshot,
+                                   data_skipping)
+    for file_slice in plan.selection.kept:
         kind = _kind(table, file_slice, snapshot, budget)
         ident = (file_slice.partition_path, file_slice.file_id)
         if kind == WHOLE:
@@ -112,8 +129,8 @@ def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: boo
 
 
 def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str],
-                   as_of: str | None = None, schema: StructType | None = None
-                   ) -> DataFrame | None:
+                   as_of: str | None = None, schema: StructType | None = None,
+                   where: str | None = None) -> DataFrame | None:
     """The table's snapshot as of ``as_of`` (default: its latest) as a Spark DataFrame.
 
     Args:
@@ -131,7 +148,7 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     """
     options = dict(options)
     split = options.pop(SPLIT_TOUCHED, "false").strip().lower() == "true"
-    plan = plan_snapshot(table, as_of, split)
+    plan = plan_snapshot(table, as_of, split, where, data_skipping_enabled(options))
     if plan is None:
         return None
     path = table.base_path
@@ -143,10 +160,11 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     if plan.touched or plan.whole or not parts:
         reader = spark.read.format("hudi")
         for key, value in options.items():
-            reader = reader.option(key, value)
+            if key.lower() != WHERE:  # the slices were chosen here
+                reader = reader.option(key, value)
         reader = reader.option(AS_OF_INSTANT, plan.snapshot).option(SLICES, plan.slices_option())
-        if schema is not None:
-            reader = reader.schema(schema)
+        # Given the schema, Spark needs no Python worker to ask the data source for it.
+        reader = reader.schema(schema or full)
         parts.append(reader.load(path).select(*columns))
     frame = parts[0]
     for part in parts[1:]:

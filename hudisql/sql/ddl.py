@@ -21,7 +21,7 @@ from hudisql.catalog import SqlCatalog, TableEntry, TableName, normalize_name
 from hudisql.catalog.external import timeline_summary
 from hudisql.errors import CatalogError, TableAlreadyExistsError, WriteError
 from hudisql.parser import commands as c
-from hudisql.sql import time_travel
+from hudisql.sql import reads
 from hudisql.sql.frames import empty_frame, rows_frame
 from hudisql.sql.spark_tables import SparkTables
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
@@ -88,7 +88,7 @@ def create_table(ctx: StatementContext, command: c.CreateTable) -> DataFrame:
         _check_registered(entry, command)
         SparkTables.of(ctx.spark).ensure(ctx.spark, entry)
         return empty_frame(ctx.spark)
-    source = (ctx.spark.sql(time_travel.rewrite(ctx, command.query))
+    source = (reads.sql(ctx, command.query)
               if command.query is not None else None)
     spark_schema = source.schema if source is not None else columns_schema(
         command.columns, str(name))

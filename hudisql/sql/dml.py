@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from hudisql.catalog import TableEntry
 from hudisql.errors import WriteError
 from hudisql.parser import commands as c
-from hudisql.sql import time_travel
+from hudisql.sql import reads
 from hudisql.sql.frames import affected_frame
 from hudisql.sql.spark_tables import quote_identifier, spark_name
 from hudisql.write import dml as api
@@ -107,7 +107,7 @@ def insert(ctx: StatementContext, command: c.Insert) -> DataFrame:
     columns = data_columns(table)
     types = dict(columns)
     lower = {n.lower(): n for n in types}
-    source = ctx.spark.sql(time_travel.rewrite(ctx, command.query))
+    source = reads.sql(ctx, command.query)
     static = {p: v for p, v in command.partition if v is not None}
     for name in [*static, *command.columns]:
         if name.lower() not in lower:
@@ -189,7 +189,7 @@ def merge(ctx: StatementContext, command: c.Merge) -> DataFrame:
             f"MERGE INTO {entry.name}: WHEN NOT MATCHED BY SOURCE is not supported; delete "
             "those rows with a DELETE FROM ... WHERE NOT EXISTS (...) statement"
         )
-    source = ctx.spark.sql(time_travel.rewrite(ctx, command.source_query))
+    source = reads.sql(ctx, command.source_query)
     builder = api.merge(dml_table(ctx, entry), source, command.on,
                         source_alias=_source_alias(command),
                         target_alias=command.alias or entry.name.table)

@@ -15,7 +15,7 @@ from sqlglot.tokenizer_core import TokenType
 from hudisql.errors import HudiSqlError
 from hudisql.parser import commands as c
 from hudisql.parser.services import ShowTableService, TableService
-from hudisql.sql import ddl, dml, index, names, services, table_statements, time_travel
+from hudisql.sql import ddl, dml, index, names, reads, services, table_statements
 from hudisql.sql.frames import rows_frame
 from hudisql.sql.timeline import (
     COMMITS_COLUMNS,
@@ -39,7 +39,8 @@ def pass_through(ctx: StatementContext) -> DataFrame:
     """Run a statement that is not hudisql's: SHOW TABLES and DESCRIBE of a hudi table are
     answered with the catalog's view, everything else by ``spark.sql(original text)``, with
     time travel and ``hudi_table_changes`` on hudi tables rewritten
-    (:mod:`hudisql.sql.time_travel`)."""
+    (:mod:`hudisql.sql.time_travel`) and each hudi table read through its own pruned view
+    (:mod:`hudisql.sql.reads`)."""
     text = ctx.statement.text
     show = _show_tables_form(text)
     if show is not None:
@@ -61,7 +62,7 @@ def pass_through(ctx: StatementContext) -> DataFrame:
             if entry is not None:
                 style = str(tree.args.get("style") or "").upper()
                 return ddl.describe(ctx, entry, extended=style in ("EXTENDED", "FORMATTED"))
-    return ctx.spark.sql(time_travel.rewrite(ctx, text))
+    return reads.sql(ctx, text)
 
 
 def _starts_with_describe(text: str) -> bool:

@@ -73,31 +73,41 @@ def _plan(df: DataFrame) -> str:
     return str(df._jdf.queryExecution().executedPlan().toString())
 
 
-def _pruned(session: HudiSession) -> DataFrameReader:
-    # Opt-in pruning, for DataFrames that serve one query each (see test_reuse.py).
-    return session.spark.read.format("hudi").option("hudisql.read.partition.pruning", "true")
+def _where(session: HudiSession, predicate: str) -> DataFrameReader:
+    # Pruning only from a predicate fixed for the relation (see test_reuse.py).
+    return session.spark.read.format("hudi").option("hudisql.read.where", predicate)
 
 
-def test_partition_filter_prunes_slices_and_is_not_rechecked(hudi_session: HudiSession) -> None:
-    df = _pruned(hudi_session).load(str(table_path(TRIPS)))
-    chennai = df.where("city = 'chennai'")
-    assert chennai.rdd.getNumPartitions() == 1
-    assert sorted(r.rider for r in chennai.collect()) == ["rider-I", "rider-J"]
-    assert "Filter (" not in _plan(chennai)
-    both = df.where("city IN ('chennai', 'sao_paulo') AND city LIKE 's%'")
-    assert both.rdd.getNumPartitions() == 1
-    assert sorted(r.rider for r in both.collect()) == ["rider-F", "rider-G"]
-
-
-def test_other_filters_are_handed_back_to_spark(hudi_session: HudiSession) -> None:
+def test_the_where_option_prunes_partitions_and_spark_applies_the_filter(
+        hudi_session: HudiSession) -> None:
     path = str(table_path(TRIPS))
-    trips = _pruned(hudi_session)
-    cheap = trips.load(path).where("fare < 20 AND city <> 'chennai'")
-    assert cheap.rdd.getNumPartitions() == 2
-    assert [r.rider for r in cheap.collect()] == ["rider-A"]
-    assert "Filter (" in _plan(cheap)
-    either = trips.load(path).where("fare < 20 OR city = 'x'")
-    assert sorted(r.rider for r in either.collect()) == ["rider-A", "rider-J"]
+    df = _where(hudi_session, "city = 'chennai'").load(path)
+    assert df.rdd.getNumPartitions() == 1
+    chennai = df.where("city = 'chennai'")
+    assert sorted(r.rider for r in chennai.collect()) == ["rider-I", "rider-J"]
+    assert "Filter (" in _plan(chennai)
+    both = _where(hudi_session, "city IN ('chennai', 'sao_paulo') AND city LIKE 's%'").load(path)
+    assert both.rdd.getNumPartitions() == 1
+    assert sorted(r.rider for r in both.where("city LIKE 's%'").collect()) == [
+        "rider-F", "rider-G"]
+
+
+def test_predicates_that_decide_no_partition_prune_nothing(hudi_session: HudiSession) -> None:
+    path = str(table_path(TRIPS))
+    for predicate in ("fare < 20 AND city <> 'chennai'", "fare < 20 OR city = 'x'"):
+        df = _where(hudi_session, predicate).option(
+            "hoodie.enable.data.skipping", "false").load(path)
+        assert df.rdd.getNumPartitions() == 3
+        assert df.count() == 8  # the kept slices' rows come back whole
+    cheap = _where(hudi_session, "fare < 20").load(path).where("fare < 20 OR city = 'x'")
+    assert sorted(r.rider for r in cheap.collect()) == ["rider-A", "rider-J"]
+
+
+def test_the_old_pruning_option_is_refused_with_what_to_use(hudi_session: HudiSession) -> None:
+    reader = hudi_session.spark.read.format("hudi").option(
+        "hudisql.read.partition.pruning", "true")
+    with pytest.raises(AnalysisException, match=r"hudisql\.read\.where"):
+        reader.load(str(table_path(TRIPS))).collect()
 
 
 def test_pruning_is_off_by_default_and_spark_applies_the_filter(
@@ -112,10 +122,10 @@ def test_pruning_is_off_by_default_and_spark_applies_the_filter(
 
 def test_integer_partition_column_of_a_non_hive_style_table(hudi_session: HudiSession) -> None:
     path = str(table_path("v6_simplekeygen_nonhivestyle"))
-    df = _pruned(hudi_session).load(path)
     expected = hudisql.read_table(path).to_pylist()
     values = sorted({r["byteField"] for r in expected})
-    picked = df.where(f"byteField = {values[0]}")
+    predicate = f"byteField = {values[0]}"
+    picked = _where(hudi_session, predicate).load(path).where(predicate)
     assert picked.rdd.getNumPartitions() == 1
     assert sorted(r.id for r in picked.collect()) == sorted(
         r["id"] for r in expected if r["byteField"] == values[0])

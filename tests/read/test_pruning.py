@@ -20,8 +20,11 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
-from hudisql.read.pruning import DEFAULT_PARTITION, PartitionPruner
+from hudisql.errors import HudiSqlError
+from hudisql.read.pruning import DEFAULT_PARTITION, PartitionPruner, select_slices
 from hudisql.table.properties import TableProperties
+from hudisql.table.table import HudiTable
+from tests.fixtures import table_path
 
 SCHEMA = pa.schema([("id", pa.int64()), ("city", pa.string()), ("year", pa.int32()),
                     ("ts", pa.timestamp("us")), ("fare", pa.float64())])
@@ -117,3 +120,22 @@ def test_an_instant_to_the_second_means_its_whole_second() -> None:
         assert normalize_instant(text) == normalize_as_of(text)
     assert normalize_instant("20250331030642") == "20250331030642999"
     assert normalize_instant("2025-03-31") == "20250331000000000"
+
+
+def test_select_slices_prunes_partitions_by_a_fixed_predicate() -> None:
+    table = HudiTable.open(str(table_path("v6_trips_8i1u")))
+    slices = table.file_slices()
+    chennai = select_slices(table, slices, "city = 'chennai' AND fare > 1")
+    assert [s.partition_path for s in chennai.kept] == ["city=chennai"]
+    assert chennai.total == len(slices) == 3
+    assert chennai.describe() == "kept 1 of 3 file slices (partition 3->1)"
+    assert len(select_slices(table, slices, "city LIKE 's%' OR fare > 1").kept) == 3
+    assert len(select_slices(table, slices, "city IN ('x', 'sao_paulo')",
+                             data_skipping=False).kept) == 1
+    assert select_slices(table, slices, None).kept == slices
+
+
+def test_select_slices_refuses_text_that_is_no_predicate() -> None:
+    table = HudiTable.open(str(table_path("v6_trips_8i1u")))
+    with pytest.raises(HudiSqlError):
+        select_slices(table, table.file_slices(), "city = = 'x'")

@@ -2,7 +2,8 @@
 
 Spark 4.3 keeps one plan per relation and re-plans in Python only for queries that push a
 filter (see ``hudisql.read.datasource``); each test runs a filtered query first, then a
-filter-less one on the same relation, and checks that no row is lost.
+filter-less one on the same relation (or both in one query: self-join, union), and checks
+that no row is lost. Data skipping is on (the default) throughout.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import EqualTo, GreaterThan
 
-from hudisql.read.datasource import HudiReader, SliceInput
+from hudisql.read.datasource import HudiReader
 from hudisql.read.options import ReadOptions
+from hudisql.session import HudiSession
 from hudisql.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.fixtures import copy_table, table_path
@@ -24,36 +27,31 @@ pytestmark = pytest.mark.spark
 TRIPS = "v6_trips_8i1u"  # 8 rows: chennai 2, san_francisco 4, sao_paulo 2
 
 
-def _reader(prune: bool) -> HudiReader:
-    path = str(table_path(TRIPS))
-    return HudiReader(ReadOptions(path=path, prune=prune), schema=None)  # type: ignore[arg-type]
-
-
-def _cities(parts: list[SliceInput]) -> list[str]:
-    return sorted(p.file_slice.partition_path for p in parts if p.file_slice is not None)
-
-
-def test_a_second_push_replaces_the_first_ones_filters() -> None:
-    reader = _reader(prune=True)
-    assert list(reader.pushFilters([EqualTo(("city",), "chennai")])) == []
-    assert _cities(list(reader.partitions())) == ["city=chennai"]  # type: ignore[arg-type]
-    back = list(reader.pushFilters([GreaterThan(("fare",), 1.0)]))
-    assert back == [GreaterThan(("fare",), 1.0)]
-    assert _cities(list(reader.partitions())) == [  # type: ignore[arg-type]
-        "city=chennai", "city=san_francisco", "city=sao_paulo"]
-
-
-def test_without_the_option_every_filter_goes_back_and_nothing_is_pruned() -> None:
-    reader = _reader(prune=False)
-    pushed = [EqualTo(("city",), "chennai")]
+def test_pushed_filters_never_prune() -> None:
+    reader = HudiReader(ReadOptions(path=str(table_path(TRIPS))), schema=None)  # type: ignore[arg-type]
+    pushed = [EqualTo(("city",), "chennai"), GreaterThan(("fare",), 1.0)]
     assert list(reader.pushFilters(pushed)) == pushed
-    assert len(_cities(list(reader.partitions()))) == 3  # type: ignore[arg-type]
+    parts = list(reader.partitions())
+    assert sorted(p.file_slice.partition_path for p in parts  # type: ignore[attr-defined]
+                  if p.file_slice is not None) == [  # type: ignore[attr-defined]
+        "city=chennai", "city=san_francisco", "city=sao_paulo"]
 
 
 @pytest.fixture(scope="module")
 def trips(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A private copy of the trips table (the commit test adds a row to it last)."""
     return str(copy_table(TRIPS, tmp_path_factory.mktemp("reuse")))
+
+
+_NAMES: dict[str, str] = {}
+
+
+def trips_name(session: HudiSession, path: str) -> str:
+    """The copy registered in the hudisql session's catalog (once)."""
+    if path not in _NAMES:
+        session.sql(f"CREATE TABLE reuse_hudi_trips USING hudi LOCATION '{path}'")
+        _NAMES[path] = "reuse_hudi_trips"
+    return _NAMES[path]
 
 
 @pytest.fixture(scope="module")
@@ -92,13 +90,44 @@ def test_a_catalog_table_by_sql_and_by_spark_table(spark: SparkSession,
     assert table.count() == 8
 
 
-def test_opt_in_pruning_leaks_into_a_reused_dataframe(spark: SparkSession, trips: str) -> None:
-    # Why pruning is off by default: Spark runs the pruned plan again for the next
-    # filter-less query on the same DataFrame. If Spark stops doing that, this fails and
-    # pruning can become the default again.
-    df = spark.read.format("hudi").option("hudisql.read.partition.pruning", "true").load(trips)
+def test_a_relation_pruned_up_front_reads_the_same_slices_for_every_query(
+        spark: SparkSession, trips: str, hudi_session: HudiSession) -> None:
+    # The predicate is the relation's, not a query's: reuse cannot widen or narrow it.
+    df = spark.read.format("hudi").option("hudisql.read.where", "city = 'chennai'").load(trips)
     assert df.where("city = 'chennai'").count() == 2
     assert df.count() == 2
+    assert df.where("fare > 0").union(df).count() == 4
+    # t.read(where=...) also filters the rows: every query on it sees the same rows.
+    table = hudi_session.table(trips_name(hudi_session, trips))
+    for where in ("city = 'chennai'", "fare > 30", "rider IN ('rider-A', 'rider-J')"):
+        read = table.read(where=where)
+        expected = sorted(r.uuid for r in spark.read.format("hudi").load(trips)
+                          .where(where).collect())
+        assert sorted(r.uuid for r in read.where("ts > 0").collect()) == expected
+        assert sorted(r.uuid for r in read.collect()) == expected
+        assert read.count() == len(expected)
+
+
+def test_self_join_and_union_of_one_relation(spark: SparkSession, trips: str,
+                                             hudi_session: HudiSession) -> None:
+    for df in (spark.read.format("hudi").load(trips),
+               hudi_session.table(trips_name(hudi_session, trips)).read()):
+        chennai, rest = df.where("city = 'chennai'"), df.where("city <> 'chennai'")
+        assert chennai.union(rest).count() == 8
+        assert chennai.union(df).count() == 10
+        joined = df.alias("a").join(df.alias("b"), "uuid").where("a.city = 'chennai'")
+        assert joined.count() == 2
+    name = trips_name(hudi_session, trips)
+    assert hudi_session.sql(f"SELECT * FROM {name} WHERE city = 'chennai' UNION ALL "
+                            f"SELECT * FROM {name} WHERE city <> 'chennai'").count() == 8
+    assert hudi_session.sql(f"SELECT * FROM {name} WHERE city = 'chennai' UNION ALL "
+                            f"SELECT * FROM {name}").count() == 10
+    assert hudi_session.sql(f"SELECT a.uuid FROM {name} a JOIN {name} b ON a.uuid = b.uuid "
+                            "WHERE a.city = 'chennai' AND b.fare > 0").count() == 2
+    assert hudi_session.sql(f"SELECT a.uuid FROM {name} a LEFT JOIN {name} b "
+                            "ON a.uuid = b.uuid AND b.city = 'chennai' "
+                            "WHERE b.uuid IS NULL").count() == 6
+    assert not [t.name for t in spark.catalog.listTables() if t.name.startswith("hudi_scan_")]
 
 
 def test_snapshots_after_a_new_commit(spark: SparkSession, trips: str,
@@ -121,3 +150,13 @@ def test_snapshots_after_a_new_commit(spark: SparkSession, trips: str,
     riders = {r.rider for r in table.where("city = 'chennai'").collect()}
     assert riders == {"rider-I", "rider-J", "rider-N"}
     assert table.count() == 9
+
+
+def test_a_query_error_is_spark_error_on_the_statement_as_written(
+        trips: str, hudi_session: HudiSession) -> None:
+    name = trips_name(hudi_session, trips)
+    with pytest.raises(AnalysisException) as caught:
+        hudi_session.sql(f"SELECT * FROM {name} WHERE ridr = 'rider-A'")
+    message = str(caught.value)
+    assert "ridr" in message and "hudi_scan_" not in message
+    assert caught.value.getQueryContext()[0].fragment() == "ridr"
