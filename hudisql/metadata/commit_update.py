@@ -28,6 +28,7 @@ from hudisql.metadata.builders import (
     IndexSpec,
     bloom_filter_records,
     committed_files,
+    expression_index_records,
     file_ranges,
     index_spec,
 )
@@ -37,6 +38,7 @@ from hudisql.metadata.partitions import MetadataPartitionType
 from hudisql.metadata.records import (
     ColumnRange,
     PartitionUpdate,
+    Record,
     all_partitions_record,
     bloom_filter_record,
     column_range,
@@ -142,6 +144,8 @@ def commit_updates(
                                   if r.column in spec.source_fields)
         elif spec.kind == _T.BLOOM_FILTERS:
             update.records.extend(bloom_filter_records(table, files, spec))
+        elif spec.kind == _T.EXPRESSION_INDEX:
+            update.records.extend(expression_index_records(table, files, spec))
         elif spec.kind == _T.PARTITION_STATS:
             new = {f: ranges_of(f, stats_columns) for f in files}
             touched = sorted({f.partition_path for f in files})
@@ -342,7 +346,19 @@ def deleted_files_updates(
                                     deleted=True)
                 for p, names in sorted(deleted.items()) for name in names
                 if BaseFileName.parse(name) is not None)
+        elif spec.kind == _T.EXPRESSION_INDEX:
+            update.records.extend(_expression_deletes(spec, deleted))
         elif spec.kind == _T.PARTITION_STATS:
             touched = sorted(p for p, names in deleted.items() if names)
             update.extend(_partition_stats(table, spec, touched, {}, deleted))
     return out
+
+
+def _expression_deletes(spec: IndexSpec, deleted: Mapping[str, Sequence[str]]) -> list[Record]:
+    """An expression index's records saying data files (base and log) were deleted."""
+    if spec.index_type == "bloom_filters":
+        filter_type = spec.bloom_filter().filter_type
+        return [bloom_filter_record(p, name, "", filter_type, b"", deleted=True)
+                for p, names in sorted(deleted.items()) for name in names]
+    return [column_stats_delete(p, name, spec.source_fields[0])
+            for p, names in sorted(deleted.items()) for name in names]

@@ -31,11 +31,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudisql.errors import IndexingError
+from hudisql.errors import IndexingError, MetadataTableError
 from hudisql.metadata import schema as S
 from hudisql.metadata.builders import (
+    bloom_filter_records,
     column_stats_records,
     committed_files,
+    expression_index_records,
     file_group_count,
     files_records,
     index_spec,
@@ -49,6 +51,7 @@ from hudisql.metadata.config import (
     load_index_definitions,
     save_index_definitions,
 )
+from hudisql.metadata.expressions import IndexExpression
 from hudisql.metadata.partitions import (
     EXPR_INDEX_PREFIX,
     SECONDARY_INDEX_PREFIX,
@@ -83,6 +86,7 @@ _STATS = "path string, file_id string, partition string, rows long, bytes long"
 #: Per data partition: these partition types build from the committed files.
 _PER_DATA_PARTITION = (MetadataPartitionType.FILES, MetadataPartitionType.COLUMN_STATS,
                        MetadataPartitionType.PARTITION_STATS,
+                       MetadataPartitionType.BLOOM_FILTERS,
                        MetadataPartitionType.EXPRESSION_INDEX)
 
 ProgressCallback = Callable[[int, int], None]
@@ -98,34 +102,33 @@ class PartitionRequest:
 
 def new_definition(partition: str, index_type: str, columns: Sequence[str],
                    options: Mapping[str, str]) -> IndexDefinition:
-    """The index.json definition of a named index (``expr`` becomes the index function)."""
+    """The index.json definition of a named index, as Hudi 1.x writes it: ``expr`` (default
+    ``identity``) is the index function, and the options are kept whole."""
     function = next((v for k, v in options.items() if k.lower() == "expr"), "identity")
-    rest = {k: v for k, v in options.items() if k.lower() != "expr"}
-    return IndexDefinition(partition, index_type, tuple(columns), function.lower(), rest)
+    return IndexDefinition(partition, index_type, tuple(columns), function.lower(),
+                           dict(options))
 
 
 def check_buildable(request: PartitionRequest, label: str | None = None) -> None:
     """Refuse, before anything is written, an index hudisql cannot build.
 
     Raises:
-        IndexingError: a bloom filter or non-identity expression index (the message starts
-            with ``label``, default the partition's name).
+        IndexingError: an expression index on a function (or with options) hudisql does not
+            compute exactly (the message starts with ``label``, default the partition's name).
     """
     definition = request.definition
     kind = partition_spec(request.partition).kind
-    if kind == MetadataPartitionType.BLOOM_FILTERS or (
-            kind == MetadataPartitionType.EXPRESSION_INDEX and definition is not None and (
-                definition.index_type != "column_stats"
-                or definition.index_function != "identity")):
-        what = kind.partition_path
-        if definition is not None:
-            what = definition.index_type
-            if definition.index_function != "identity":
-                what += f" (expression {definition.index_function})"
+    if kind != MetadataPartitionType.EXPRESSION_INDEX or definition is None:
+        return
+    where = label or f"index {request.partition}"
+    if definition.index_type not in ("column_stats", "bloom_filters"):
         raise IndexingError(
-            f"{label or 'index ' + request.partition}: hudisql does not build {what} indexes "
-            "yet; use USING column_stats on plain columns, a secondary index or the record "
-            "index")
+            f"{where}: an expression index is USING column_stats or bloom_filters, not "
+            f"{definition.index_type}")
+    try:
+        IndexExpression.of(definition.index_function, definition.index_options)
+    except MetadataTableError as exc:
+        raise IndexingError(f"{where}: {exc}") from None
 
 
 # ----------------------------------------------------------------------------- executors
@@ -156,6 +159,10 @@ def _unit_rows(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDef
     files = committed_files(table, [unit.data_partition])
     if kind == MetadataPartitionType.FILES:
         records = files_records(files, [unit.data_partition])
+    elif kind == MetadataPartitionType.BLOOM_FILTERS:
+        records = bloom_filter_records(table, files, spec)
+    elif kind == MetadataPartitionType.EXPRESSION_INDEX:
+        records = expression_index_records(table, files, spec)
     elif kind == MetadataPartitionType.PARTITION_STATS:
         records = partition_stats_records(table, files, spec.source_fields)
     else:
