@@ -145,6 +145,7 @@ def commit_updates(
         elif spec.kind == _T.BLOOM_FILTERS:
             update.records.extend(bloom_filter_records(table, files, spec))
         elif spec.kind == _T.EXPRESSION_INDEX:
+            _check_kept(table, spec, instant_time)
             update.records.extend(expression_index_records(table, files, spec))
         elif spec.kind == _T.PARTITION_STATS:
             new = {f: ranges_of(f, stats_columns) for f in files}
@@ -163,6 +164,22 @@ def commit_updates(
         for partition, update in found.items():
             out[partition].extend(update)
     return out
+
+
+def _check_kept(table: HudiTable, spec: IndexSpec, instant_time: str) -> None:
+    """Refuse to commit past an expression index hudisql cannot keep (one Apache Hudi made
+    on a function hudisql does not compute): left alone it would go stale.
+
+    Raises:
+        MetadataTableError: the index's function or options are not ones hudisql computes.
+    """
+    try:
+        spec.expression()
+    except MetadataTableError as exc:
+        raise MetadataTableError(
+            f"table {table.name}: hudisql does not keep metadata partition {spec.partition} "
+            f"({exc}); instant {instant_time} is not committed. Drop that index (DROP INDEX) "
+            "or write with Apache Hudi") from None
 
 
 def _files_update(files: Sequence[DataFile], metadata: CommitMetadata) -> PartitionUpdate:

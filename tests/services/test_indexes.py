@@ -139,8 +139,9 @@ BAD_INPUT: list[tuple[str, type[HudiSqlError], tuple[str, ...]]] = [
      ("mix record key fields and other columns",)),
     ("CREATE INDEX idx ON trips (rider, fare)", IndexingError,
      ("a secondary index covers exactly one column",)),
-    ("CREATE INDEX idx ON trips USING bloom_filters (rider)", IndexingError,
-     ("index idx on table trips: hudisql does not build bloom_filters indexes yet",)),
+    ("CREATE INDEX idx ON trips USING bloom_filters (rider) OPTIONS (expr = 'split', "
+     "pattern = ',')", IndexingError,
+     ("index idx on table trips: hudisql does not build expression indexes on split",)),
     ("DROP INDEX nope ON trips", IndexNotFoundError,
      ("DROP INDEX nope at line 1, column 1", "table trips has no index nope",
       "SHOW INDEXES FROM trips")),
