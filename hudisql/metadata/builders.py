@@ -79,6 +79,7 @@ __all__ = [
     "record_index_slice_rows",
     "secondary_index_records",
     "secondary_index_slice_rows",
+    "slice_columns",
 ]
 
 RECORD_KEY, PARTITION_PATH = META_COLUMNS[2], META_COLUMNS[3]
@@ -373,6 +374,14 @@ def _slice_rows(
 ) -> pa.Table:
     return read_file_slice(table.storage, table.properties, table.timeline, file_slice, as_of,
                            columns=[RECORD_KEY, *columns], schema=table.schema)
+
+
+def slice_columns(
+    table: HudiTable, file_slice: FileSlice, columns: Sequence[str], as_of: str | None = None
+) -> pa.Table:
+    """The record keys and ``columns`` of one file slice's merged rows (an indexer task's
+    read)."""
+    return _slice_rows(table, file_slice, columns, as_of)
 
 
 def record_index_records(

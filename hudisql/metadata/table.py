@@ -312,7 +312,10 @@ class MetadataTable:
                 f"rows given for file group {file_id} of metadata partition {partition} are "
                 "not in the metadata base file shape (hudisql.metadata.schema.arrow_schema)"
             )
-        rows = rows.sort_by("key")
+        keys = rows.column("key")
+        if rows.num_rows > 1 and not pc.all(pc.less_equal(
+                keys.slice(0, rows.num_rows - 1), keys.slice(1))).as_py():
+            rows = rows.sort_by("key")  # a costly take over every column: only when needed
         name = BaseFileName(file_id, _BUILD_TOKEN, instant_time).format()
         rel = posixpath.join(partition, name)
         sink = io.BytesIO()
