@@ -1,15 +1,13 @@
 """Expression indexes and bloom filter indexes through SQL (issue 12): created, shown,
 refreshed and dropped; their records as Hudi lays them out; kept exact by every kind of
-commit on merge-on-read and copy-on-write tables; bad input refused with every byte kept."""
+commit on merge-on-read and copy-on-write tables. Their bad input is in test_indexes.py
+(refused, every byte kept)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pytest
-
-from hudisql.errors import HudiSqlError, IndexingError, SqlParseError
 from hudisql.metadata.bloom import BloomFilter
 from hudisql.metadata.keys import bloom_filter_key, column_stats_key
 from hudisql.metadata.records import column_range
@@ -17,7 +15,7 @@ from hudisql.metadata.table import MetadataTable
 from hudisql.metadata.validate import validate_metadata_table
 from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table.table import HudiTable
-from tests.services.indexing import TRIPS, snapshot, trips
+from tests.services.indexing import TRIPS, trips
 from tests.write.trips import rs_rows, spark_rows
 
 DAY = "expr_index_idx_day"
@@ -159,40 +157,3 @@ def test_every_commit_keeps_them_exact_on_copy_on_write(session: HudiSession) ->
                              "'hoodie.cleaner.commits.retained=1')").collect()
     assert cleaned["total_files_deleted"] > 0
     _exact(handle)
-
-
-# (statement, error class, fragments the message must hold)
-BAD_INPUT: list[tuple[str, type[HudiSqlError], tuple[str, ...]]] = [
-    ("CREATE INDEX idx ON trips USING column_stats (ts) OPTIONS (expr = 'nope')",
-     SqlParseError, ("index idx on table trips", "unknown expression function 'nope'")),
-    ("CREATE INDEX idx ON trips USING hash (ts) OPTIONS (expr = 'lower')", SqlParseError,
-     ("index idx on table trips", "unknown index type 'hash'")),
-    ("CREATE INDEX idx ON trips USING bloom_filters (nope) OPTIONS (expr = 'lower')",
-     IndexingError, ("CREATE INDEX idx at line 1, column 1", "index idx on table trips",
-                     "column nope is not a column of the table")),
-    ("CREATE INDEX idx ON trips USING column_stats (rider) OPTIONS (expr = 'regexp_replace', "
-     "pattern = 'a', replacement = 'b')", IndexingError,
-     ("CREATE INDEX idx at line 1", "index idx on table trips",
-      "does not build expression indexes on regexp_replace")),
-    ("CREATE INDEX idx ON trips USING column_stats (ts) OPTIONS (expr = 'lower')",
-     IndexingError, ("index idx on table trips", "lower does not apply to column ts")),
-    ("CREATE INDEX idx ON trips USING column_stats (rider) OPTIONS (expr = 'substring')",
-     IndexingError, ("index idx on table trips", "substring needs option(s) len, pos")),
-    ("CREATE INDEX idx ON trips USING bloom_filters (rider, city)", IndexingError,
-     ("index idx on table trips", "covers exactly one column")),
-]
-
-
-@pytest.mark.parametrize(("sql", "error", "fragments"), BAD_INPUT, ids=[b[0] for b in BAD_INPUT])
-def test_bad_input_is_refused_and_leaves_every_byte(
-        indexed_trips: HudiSession, sql: str, error: type[HudiSqlError],
-        fragments: tuple[str, ...]) -> None:
-    session = indexed_trips
-    path = session.table("trips").path
-    before = snapshot(path)
-    with pytest.raises(error) as caught:
-        session.sql_script(sql)
-    for fragment in fragments:
-        assert fragment in str(caught.value)
-    # The table, its metadata table, hoodie.properties and index.json: byte for byte.
-    assert snapshot(path) == before
