@@ -105,11 +105,13 @@ def escape_secondary(text: pa.Array) -> pa.Array:
 
 
 def secondary_index_keys(values: pa.Array | pa.ChunkedArray,
-                         keys: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Secondary-index keys (``escape(value)$escape(record key)``) of (value, key) pairs."""
+                         keys: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+    """Secondary-index keys (``escape(value)$escape(record key)``) of (value, key) pairs,
+    and their value parts ``escape(value)$`` (what they route by)."""
     keys = _plain(keys).cast(pa.string())
-    text = secondary_strings(values)
-    return pc.binary_join_element_wise(escape_secondary(text), escape_secondary(keys), "$")
+    value_part = escape_secondary(secondary_strings(values))
+    joined = pc.binary_join_element_wise(value_part, escape_secondary(keys), "$")
+    return joined, pc.binary_join_element_wise(value_part, "", "$")
 
 
 def secondary_key_rows(joined: pa.Array | pa.ChunkedArray, deleted: bool = False) -> pa.Table:
@@ -125,4 +127,4 @@ def secondary_index_rows(
     values: pa.Array | pa.ChunkedArray, keys: pa.Array | pa.ChunkedArray, deleted: bool = False
 ) -> pa.Table:
     """Secondary-index rows for (value, record key) pairs."""
-    return secondary_key_rows(secondary_index_keys(values, keys), deleted)
+    return secondary_key_rows(secondary_index_keys(values, keys)[0], deleted)

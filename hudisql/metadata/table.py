@@ -319,7 +319,10 @@ class MetadataTable:
         name = BaseFileName(file_id, _BUILD_TOKEN, instant_time).format()
         rel = posixpath.join(partition, name)
         sink = io.BytesIO()
-        pq.write_table(rows, sink, compression="zstd", store_schema=False)
+        # Statistics of the key only (readers prune row groups by key), no dictionaries but
+        # the record type's: half the time of the defaults, and smaller files.
+        pq.write_table(rows, sink, compression="zstd", store_schema=False,
+                       use_dictionary=["type"], write_statistics=["key"])
         data = sink.getvalue()
         write_marker(self.storage, instant_time, partition, name, "CREATE")
         self.storage.delete(rel)

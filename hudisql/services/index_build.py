@@ -63,6 +63,7 @@ from hudisql.metadata.partitions import (
     EXPR_INDEX_PREFIX,
     SECONDARY_INDEX_PREFIX,
     MetadataPartitionType,
+    file_group_indexes,
     partition_spec,
 )
 from hudisql.metadata.records import Record, merge_records
@@ -97,6 +98,8 @@ _STATS = "path string, file_id string, partition string, rows long, bytes long"
 _PIECES_SCHEMA = pa.schema([("target", pa.int32()), ("unit", pa.int32()),
                             ("rows", pa.int64()), ("piece", pa.binary())])
 _PIECES = "target int, unit int, rows long, piece binary"
+#: A piece column: what the rows route by, when the unit made it (dropped before sending).
+_ROUTE = "route"
 #: Partitions whose pieces travel as their keys only (the rows are built by the writer).
 _BY_KEY = (MetadataPartitionType.RECORD_INDEX, MetadataPartitionType.SECONDARY_INDEX)
 #: Per data partition: these partition types build from the committed files.
@@ -188,11 +191,11 @@ def _unit_piece(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDe
     spec = index_spec(table, unit.partition, definitions)
     if spec.kind == MetadataPartitionType.RECORD_INDEX:
         keys = slice_columns(table, unit.file_slice, []).column(RECORD_KEY)
-    else:
-        column = spec.source_fields[0]
-        found = slice_columns(table, unit.file_slice, [column])
-        keys = secondary_index_keys(found.column(column), found.column(RECORD_KEY))
-    return pa.table({"key": keys})
+        return pa.table({"key": keys})
+    column = spec.source_fields[0]
+    found = slice_columns(table, unit.file_slice, [column])
+    keys, routes = secondary_index_keys(found.column(column), found.column(RECORD_KEY))
+    return pa.table({"key": keys, _ROUTE: routes})
 
 
 def _group_rows(partition: str, pieces: Sequence[tuple[int, pa.Table]], units: Sequence[_Unit]
@@ -207,7 +210,7 @@ def _group_rows(partition: str, pieces: Sequence[tuple[int, pa.Table]], units: S
     order = pc.sort_indices(keys)
     keys = keys.take(order)
     if kind == MetadataPartitionType.SECONDARY_INDEX:
-        return _merged_rows(secondary_key_rows(keys))
+        return _merged_rows(secondary_key_rows(keys), keys_sorted=True)
     slots = sorted({u for u, _ in pieces})
     slot_of = {u: i for i, u in enumerate(slots)}
     which = np.concatenate([np.full(t.num_rows, slot_of[u], np.int32) for u, t in pieces])
@@ -218,7 +221,7 @@ def _group_rows(partition: str, pieces: Sequence[tuple[int, pa.Table]], units: S
         locations.append(RecordLocation(found.partition_path, found.file_id,
                                         found.base_instant))
     rows = record_index_rows_at(keys, locations, pa.array(which).take(order))
-    return _merged_rows(rows)
+    return _merged_rows(rows, keys_sorted=True)
 
 
 def _ipc(rows: pa.Table) -> bytes:
@@ -247,8 +250,12 @@ def _stage_rows(path: str, staging: str, units: list[_Unit], targets: Mapping[tu
                 if rows.num_rows:
                     # The partition's own routing (secondary keys by their value part);
                     # rows ordered by file group once, then cut into zero-copy slices.
-                    fgs = partition_spec(unit.partition).route(rows.column("key"),
-                                                               groups[unit.partition])
+                    if _ROUTE in rows.column_names:  # secondary keys' value parts, as made
+                        fgs = file_group_indexes(rows.column(_ROUTE), groups[unit.partition])
+                        rows = rows.drop_columns([_ROUTE])
+                    else:
+                        fgs = partition_spec(unit.partition).route(rows.column("key"),
+                                                                   groups[unit.partition])
                     order = np.argsort(fgs, kind="stable")
                     ordered = rows.take(pa.array(order))
                     found, starts, counts = np.unique(fgs[order], return_index=True,
@@ -264,9 +271,19 @@ def _stage_rows(path: str, staging: str, units: list[_Unit], targets: Mapping[tu
     return run
 
 
-def _merged_rows(rows: pa.Table) -> pa.Table:
-    """Rows of one file group with each key once: records of one key merged (Hudi's rules)."""
-    if pc.count_distinct(rows.column("key")).as_py() == rows.num_rows:
+def _merged_rows(rows: pa.Table, keys_sorted: bool = False) -> pa.Table:
+    """Rows of one file group with each key once: records of one key merged (Hudi's rules).
+
+    ``keys_sorted``: the rows are in key order, so neighbours tell whether a key repeats
+    (far cheaper than counting distinct keys)."""
+    keys = rows.column("key")
+    n = rows.num_rows
+    if n < 2:
+        return rows
+    if keys_sorted:
+        if pc.all(pc.not_equal(keys.slice(0, n - 1), keys.slice(1))).as_py():
+            return rows
+    elif pc.count_distinct(keys).as_py() == n:
         return rows
     merged: dict[str, Record] = {}
     for record in S.from_parquet_rows(rows):
