@@ -22,6 +22,7 @@ progress while the job runs from the markers the first stage's tasks leave per u
 from __future__ import annotations
 
 import contextlib
+import os
 import posixpath
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -89,6 +90,11 @@ __all__ = [
 
 #: At most this many tasks per stage of the build job.
 MAX_TASKS = 200
+#: Data a first-stage task reads at most before the build uses more tasks than slots
+#: (Spark's ``spark.sql.files.maxPartitionBytes`` default).
+BYTES_PER_TASK = 128 << 20
+#: Task slots assumed when the session does not say (a cluster master, no parallelism set).
+DEFAULT_SLOTS = 8
 #: How often (seconds) the driver counts the units done while the build job runs.
 PROGRESS_INTERVAL = 0.5
 _STATS_SCHEMA = pa.schema([("path", pa.string()), ("file_id", pa.string()),
@@ -319,6 +325,35 @@ def _write_groups(path: str, groups: list[tuple[str, int, str]], units: Sequence
     return run
 
 
+def task_slots(spark: SparkSession) -> int:
+    """How many tasks the session runs at once, from its configuration (no Spark internals:
+    ``spark.default.parallelism``, a ``local[N]`` master, or executors times cores)."""
+    def conf(key: str) -> str | None:
+        with contextlib.suppress(Exception):
+            return spark.conf.get(key, None)
+        return None
+
+    for value in (conf("spark.default.parallelism"),):
+        if value and value.isdigit():
+            return max(1, int(value))
+    master = (conf("spark.master") or "").strip()
+    if master.startswith("local"):
+        inner = master[master.find("[") + 1:master.find("]")] if "[" in master else "1"
+        count = inner.split(",")[0].strip()
+        if count == "*":
+            return os.cpu_count() or 1
+        return max(1, int(count)) if count.isdigit() else 1
+    executors, cores = conf("spark.executor.instances"), conf("spark.executor.cores")
+    if executors and cores and executors.isdigit() and cores.isdigit():
+        return max(1, int(executors) * int(cores))
+    return DEFAULT_SLOTS
+
+
+def _unit_bytes(unit: _Unit) -> int:
+    """About how much a unit reads: its slice's files (a data partition's unit: little)."""
+    return unit.file_slice.total_size if unit.file_slice is not None else 0
+
+
 @contextlib.contextmanager
 def _progress(table: HudiTable, staging: str, total: int,
               on_progress: ProgressCallback | None) -> Iterator[None]:
@@ -434,11 +469,14 @@ class IndexBackend:
         staging = f"{MARKER_DIR}/{init}/index"
         table.storage.delete_dir(staging)
         table.storage.makedirs(staging)
-        job = spark.range(len(units), numPartitions=max(1, min(len(units), MAX_TASKS))) \
+        slots = task_slots(spark)
+        size = sum(_unit_bytes(u) for u in units)
+        readers = min(len(units), MAX_TASKS, max(slots, -(-size // BYTES_PER_TASK)))
+        job = spark.range(len(units), numPartitions=max(1, readers)) \
             .mapInArrow(_stage_rows(table.base_path, staging, units, targets,
                                     {p: len(v) for p, v in ids.items()}, definitions),
                         _PIECES) \
-            .repartition(max(1, min(len(groups), MAX_TASKS)), "target") \
+            .repartition(max(1, min(len(groups), slots)), "target") \
             .mapInArrow(_write_groups(table.base_path, groups, units, init), _STATS)
         with _progress(table, staging, len(units), on_progress):
             rows = job.collect()
