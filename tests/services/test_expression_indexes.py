@@ -157,3 +157,18 @@ def test_every_commit_keeps_them_exact_on_copy_on_write(session: HudiSession) ->
                              "'hoodie.cleaner.commits.retained=1')").collect()
     assert cleaned["total_files_deleted"] > 0
     _exact(handle)
+
+
+def test_run_indexer_builds_bloom_filters(session: HudiSession) -> None:
+    handle = trips(session)
+    session.sql("CALL run_indexer(table => 'trips', mode => 'scheduleAndExecute', "
+                "index_types => 'BLOOM_FILTERS')")
+    table = HudiTable.open(handle.path)
+    assert sorted(table.properties.metadata_partitions) == ["bloom_filters", "files"]
+    session.sql("INSERT INTO trips VALUES (9, 'q', 'r9', 1.0, 'la')")
+    result = validate_metadata_table(HudiTable.open(handle.path))
+    assert result.ok and "bloom_filters" in result.partitions, str(result)
+    blooms = MetadataTable(HudiTable.open(handle.path)).read_partition("bloom_filters")
+    bases = [p for p in Path(handle.path).glob("city=*/*.parquet")]
+    assert len(bases) >= 3
+    assert all(bloom_filter_key(p.parent.name, p.name) in blooms for p in bases)
