@@ -5,9 +5,12 @@ index on exactly the record key columns is the record index (named ``record_inde
 another column a secondary index (``secondary_index_<name>``); ``USING column_stats |
 bloom_filters`` with an ``expr`` option is an expression index (``expr_index_<name>``).
 Beyond Hudi, ``USING column_stats`` on plain columns (no ``expr``, or ``identity``) builds
-the table's ``column_stats`` partition over those columns, its definition remembering the
-name given. A secondary index needs the record index to find rows; it is built in the
-same run when the table has none. Every definition is checked before anything is
+the table's ``column_stats`` partition over those columns, and ``USING bloom_filters`` on
+the record key the table's ``bloom_filters`` partition, their definitions remembering the
+name given (on another column it is an identity expression index, as in Hudi). A
+secondary index needs the record index to find rows; it is built in the same run when the
+table has none. Every definition (an expression's function, options and column type too:
+:class:`~hudisql.metadata.expressions.IndexExpression`) is checked before anything is
 written, so a refused statement leaves the table as it was.
 """
 
