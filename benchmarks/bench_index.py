@@ -137,6 +137,8 @@ def main() -> None:
                            for _ in range(args.repeat)])
             scanned = _best([lambda r=read: _scan(spark, plain, r) for _ in range(args.repeat)])
             lines.append((f"build {label}", built, scanned, "<= 1.3"))
+            print(f"build {label}: {built[0]:.2f} s (cpu {built[1]:.2f}) against a scan "
+                  f"{scanned[0]:.2f} s (cpu {scanned[1]:.2f})", flush=True)
         if not args.builds_only:
             for i in range(args.repeat):  # the indexed copies get all three indexes
                 handle = session.table_at(str(work / f"indexed{i}"))
@@ -153,15 +155,19 @@ def main() -> None:
         from hudisql.metadata.validate import validate_metadata_table
         from hudisql.table.table import HudiTable
 
-        ok = validate_metadata_table(HudiTable.open(
-            str(work / ("plain" if args.builds_only else "indexed0")))).ok
+        # (Not after builds only: recomputing a big record index on the driver takes more
+        # memory than the builds; the tests validate builds.)
+        ok = args.builds_only or validate_metadata_table(HudiTable.open(
+            str(work / "indexed0"))).ok
     finally:
         session.stop()
         shutil.rmtree(work, ignore_errors=True)
     upserted = ("" if args.builds_only
                 else f"; upsert {max(1, args.rows // 10)} records (half updates)")
     print(f"table: {args.rows} rows MOR (bulk insert {load:.1f}s){upserted}; local[2]; best of "
-          f"{args.repeat}; metadata table {'validates' if ok else 'DOES NOT validate'} at the end")
+          f"{args.repeat}; metadata table "
+          f"{'not validated' if args.builds_only else 'validates' if ok else 'DOES NOT validate'}"
+          " at the end")
     print(f"{'scenario':<36}{'hudisql s':>10}{'baseline s':>12}{'ratio':>8}"
           f"{'cpu s':>8}{'base cpu':>10}{'cpu ratio':>10}  goal")
     for label, (ours, ours_cpu), (base, base_cpu), goal in lines:
