@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from hudisql.catalog import Catalog, TableName
+    from hudisql.metadata.skipping import SkippingResult
     from hudisql.services.indexes import TableIndexes
     from hudisql.services.maintenance import Maintenance
     from hudisql.sql.inspect import TableInspector
@@ -693,6 +694,20 @@ class HudiTableHandle:
 
         return TableIndexes(self.path, self.session.write_options(self.path),
                             self.session.spark, on_progress=self.session.index_progress)
+
+    def data_skipping(self, filter: str, as_of: str | None = None) -> SkippingResult:
+        """What the metadata table's indexes do for ``filter`` (SQL predicate text, e.g.
+        ``"rider = 'rider-D' AND fare > 10"``): the table's latest file slices (as of
+        ``as_of``), the ones kept, and each index's step (``CALL show_data_skipping``).
+        Zone-less timestamp literals are read in the session's time zone.
+
+        Raises:
+            SqlParseError: ``filter`` is not a SQL predicate.
+        """
+        from hudisql.metadata.skipping import data_skipping
+
+        zone = self.session.spark.conf.get("spark.sql.session.timeZone", None)
+        return data_skipping(self.core(), filter, as_of, time_zone=zone)
 
     def __repr__(self) -> str:
         return f"HudiTableHandle(name={self.name!r}, path={self.path!r})"

@@ -13,6 +13,7 @@ import posixpath
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -43,6 +44,7 @@ class KeyFilter:
     def __init__(self, keys: set[str] | None, prefixes: tuple[str, ...] | None) -> None:
         self.keys = keys
         self.prefixes = prefixes
+        self._expression: pc.Expression | None = None
 
     def keep(self, key: str) -> bool:
         """Whether ``key`` is wanted."""
@@ -51,16 +53,22 @@ class KeyFilter:
         return self.prefixes is None or key.startswith(self.prefixes)
 
     def expression(self) -> pc.Expression | None:
-        """The same test as a parquet filter (row groups are skipped by their key ranges)."""
+        """The same test as a parquet filter (row groups are skipped by their key ranges).
+
+        Built once per read: a lookup of many keys reads many file groups with it.
+        """
+        if self._expression is not None:
+            return self._expression
         found: pc.Expression | None = None
         if self.keys is not None:
-            found = pc.field("key").isin(sorted(self.keys))
+            found = pc.field("key").isin(pa.array(list(self.keys), pa.string()))
         if self.prefixes is not None:
             starts = [pc.starts_with(pc.field("key"), p) for p in self.prefixes]
             any_prefix = starts[0] if starts else pc.scalar(False)
             for more in starts[1:]:
                 any_prefix = any_prefix | more
             found = any_prefix if found is None else found & any_prefix
+        self._expression = found
         return found
 
 

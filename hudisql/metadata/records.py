@@ -195,8 +195,11 @@ class ColumnRange:
         """The range covering both (counts and sizes added)."""
         lo = [v for v in (self.min_value, other.min_value) if v is not None]
         hi = [v for v in (self.max_value, other.max_value) if v is not None]
+        # A range read back without bounds (all nulls) has no kind of its own ("long").
+        bounded = self.min_value is not None or self.max_value is not None
         return ColumnRange(
-            self.column, self.kind, min(lo) if lo else None, max(hi) if hi else None,
+            self.column, self.kind if bounded else other.kind,
+            min(lo) if lo else None, max(hi) if hi else None,
             self.null_count + other.null_count, self.value_count + other.value_count,
             self.total_size + other.total_size,
             self.total_uncompressed_size + other.total_uncompressed_size,

@@ -319,10 +319,13 @@ class MetadataTable:
         name = BaseFileName(file_id, _BUILD_TOKEN, instant_time).format()
         rel = posixpath.join(partition, name)
         sink = io.BytesIO()
-        # Statistics of the key only (readers prune row groups by key), no dictionaries but
-        # the record type's: half the time of the defaults, and smaller files.
+        # Row groups of about a megabyte: a lookup by key decodes only the row groups
+        # whose key range holds it (rows are sorted by key), not the whole file. Statistics
+        # of the key only (what lookups prune by), no dictionaries but the record type's:
+        # half the write time of the defaults, and smaller files.
         pq.write_table(rows, sink, compression="zstd", store_schema=False,
-                       use_dictionary=["type"], write_statistics=["key"])
+                       row_group_size=_row_group_rows(rows), use_dictionary=["type"],
+                       write_statistics=["key"])
         data = sink.getvalue()
         write_marker(self.storage, instant_time, partition, name, "CREATE")
         self.storage.delete(rel)
@@ -567,6 +570,19 @@ class MetadataTable:
             MetadataTableError: the partition is not initialized.
         """
         return read_partition(self, partition, keys, prefixes)
+
+
+#: About how many bytes (in memory) of records one row group of a base file holds.
+ROW_GROUP_BYTES = 1 << 20
+
+
+def _row_group_rows(rows: pa.Table) -> int:
+    """Rows per row group so that a group holds about :data:`ROW_GROUP_BYTES`."""
+    count = int(rows.num_rows)
+    if not count:
+        return 1
+    per_row = max(1, int(rows.nbytes) // count)
+    return max(1, min(count, ROW_GROUP_BYTES // per_row))
 
 
 def _route(spec: PartitionSpec, items: Sequence[Any], count: int) -> dict[int, list[Any]]:

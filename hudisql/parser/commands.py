@@ -340,3 +340,14 @@ class ValidateMetadataTable(Command):
     the data table and report each difference."""
 
     table: TableName
+
+
+@dataclass(frozen=True)
+class ShowDataSkipping(Command):
+    """``CALL show_data_skipping(table => 't' | path => '...', filter => "...")``: which
+    file slices the metadata table's indexes keep for a filter, index by index."""
+
+    table: TableName | None
+    path: str | None
+    filter: str
+    as_of: str | None = None

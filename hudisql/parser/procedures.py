@@ -19,6 +19,7 @@ from hudisql.parser.commands import (
     RollbackToInstant,
     RunIndexer,
     ShowCommits,
+    ShowDataSkipping,
     ShowLogBlocks,
     ShowMetadataTable,
     ShowTimeline,
@@ -207,6 +208,23 @@ def _build_validate_mdt(p: HudiParser, args: dict[str, Argument], at: Token) -> 
     return ValidateMetadataTable(_table(p, args["table"]))
 
 
+def _build_show_data_skipping(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
+    from hudisql.metadata.skipping import parse_predicates
+    from hudisql.parser.services import _table_or_path
+
+    table, path = _table_or_path(p, args, at, "show_data_skipping")
+    arg = args["filter"]
+    text = str(arg.value)
+    try:
+        parse_predicates(text)
+    except SqlParseError as exc:
+        raise p.error(f"filter => {exc}", arg.token) from None
+    as_of = args["as_of"]
+    return ShowDataSkipping(
+        table, path, text,
+        None if as_of.value is None else _instant_time(p, as_of, "as_of"))
+
+
 PROCEDURES: dict[str, Procedure] = {
     proc.name: proc
     for proc in (
@@ -248,6 +266,10 @@ PROCEDURES: dict[str, Procedure] = {
                   _build_show_mdt("column_stats")),
         Procedure("validate_metadata_table", (Parameter("table", str, True),),
                   _build_validate_mdt),
+        Procedure("show_data_skipping",
+                  (Parameter("table", str), Parameter("path", str),
+                   Parameter("filter", str, required=True), Parameter("as_of", str)),
+                  _build_show_data_skipping),
     )
 }
 

@@ -1,5 +1,6 @@
 """Executors of the index statements and procedures: CREATE / DROP / SHOW / REFRESH INDEX,
-``CALL run_indexer``, ``CALL show_metadata_table_*`` and ``CALL validate_metadata_table``.
+``CALL run_indexer``, ``CALL show_metadata_table_*``, ``CALL validate_metadata_table`` and
+``CALL show_data_skipping``.
 
 Each one calls the table handle's ``indexes`` facade (one implementation, two doors). An
 error names the statement's position, the table and the index.
@@ -18,6 +19,7 @@ from hudisql.sql.frames import rows_frame
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from hudisql.metadata.skipping import SkippingResult
     from hudisql.services.indexes import TableIndexes
     from hudisql.sql.router import StatementContext
 
@@ -126,6 +128,50 @@ def validate_metadata_table(ctx: StatementContext, command: c.ValidateMetadataTa
     return rows_frame(ctx.spark, rows, columns)
 
 
+#: ``CALL show_data_skipping``'s columns: one row per index step, then the totals.
+DATA_SKIPPING_COLUMNS = (("index_name", "STRING"), ("file_slices_before", "INT"),
+                         ("file_slices_after", "INT"), ("skipped", "INT"), ("note", "STRING"))
+#: The index name of the totals row.
+TOTAL = "total"
+
+
+def data_skipping_rows(result: SkippingResult, enabled: bool = True
+                       ) -> list[tuple[str, int, int, int, str | None]]:
+    """The rows of ``CALL show_data_skipping`` for one result: each step, then the totals."""
+    rows = [(s.index, s.before, s.after, s.before - s.after, s.note or None)
+            for s in result.steps]
+    if not result.steps:
+        note = "no index applies to this filter"
+    elif not enabled:
+        note = "hoodie.enable.data.skipping is false in this session: reads skip nothing"
+    else:
+        note = None
+    rows.append((TOTAL, result.total, len(result.kept), result.skipped, note))
+    return rows
+
+
+def show_data_skipping(ctx: StatementContext, command: c.ShowDataSkipping) -> DataFrame:
+    """CALL show_data_skipping: which file slices each index keeps for the filter."""
+    from hudisql.metadata.skipping import ENABLE_DATA_SKIPPING, data_skipping
+    from hudisql.table.table import HudiTable
+
+    what = "CALL show_data_skipping"
+    with _positioned(ctx, what):
+        if command.table is not None:
+            location = ctx.require(command.table, what).location
+        else:
+            assert command.path is not None
+            location = command.path
+        zone = ctx.spark.conf.get("spark.sql.session.timeZone", None)
+        result = data_skipping(HudiTable.open(location), command.filter, command.as_of,
+                               time_zone=zone)
+    # The session's option, else ``SET hoodie.enable.data.skipping=...`` in Spark's conf.
+    setting = (ctx.session.options.get(ENABLE_DATA_SKIPPING)
+               or ctx.spark.conf.get(ENABLE_DATA_SKIPPING, None) or "true")
+    return rows_frame(ctx.spark, data_skipping_rows(result, setting.strip().lower() != "false"),
+                      DATA_SKIPPING_COLUMNS)
+
+
 EXECUTORS: dict[type[c.Command], Callable[[StatementContext, Any], DataFrame]] = {
     c.CreateIndex: create_index,
     c.DropIndex: drop_index,
@@ -134,4 +180,5 @@ EXECUTORS: dict[type[c.Command], Callable[[StatementContext, Any], DataFrame]] =
     c.RunIndexer: run_indexer,
     c.ShowMetadataTable: show_metadata_table,
     c.ValidateMetadataTable: validate_metadata_table,
+    c.ShowDataSkipping: show_data_skipping,
 }

@@ -146,6 +146,7 @@ def _create(request: SaveRequest, df: DataFrame) -> None:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from hudisql.table.write_create import create_table
+    from hudisql.write.index_settings import INDEX_PROPERTIES
     from hudisql.write.pipeline import IS_DELETED
 
     name = request.options.get(TABLE_NAME)
@@ -169,6 +170,8 @@ def _create(request: SaveRequest, df: DataFrame) -> None:
             raise _fail(request.path, f"option {key} names {missing}, which the DataFrame "
                                       f"lacks; its columns are {schema.names}")
     extra = {HIVE_STYLE: request.options.get(HIVE_STYLE, "false").lower()}
+    # The index a new table tags with (a bucketed table's layout) is the table's.
+    extra.update({k: request.options[k] for k in INDEX_PROPERTIES if k in request.options})
     assert name is not None
     create_table(request.path, name, schema, keys, partitions, precombine, table_type, extra)
 

@@ -100,6 +100,7 @@ from hudisql.txn.transaction import (
     StepHook,
     Transaction,
 )
+from hudisql.write.index_settings import BUCKET, IndexSettings
 from hudisql.write.progress import MarkerWatch
 from hudisql.write.staging import (
     check_partition_paths,
@@ -107,6 +108,7 @@ from hudisql.write.staging import (
     stage_keyless,
     with_generated_keys,
 )
+from hudisql.write.tagging import FILE_ID, TagContext, Tagged, overwrite_buckets, tag_records
 
 #: Operations and their ``operationType`` in commit metadata.
 OPERATIONS = {"insert": "INSERT", "bulk_insert": "BULK_INSERT", "upsert": "UPSERT",
@@ -124,19 +126,14 @@ MAX_RECORDS_PER_FILE = INSERT_SPLIT_SIZE
 #: files (deterministic: Spark retries the task, the retry succeeds).
 FAULT_AFTER_FILES = "hudisql.write.fault.first.attempt.after.files"
 
-_FILE_ID = "_hudisql_file_id"
+_FILE_ID = FILE_ID
 #: True on records small-file handling placed (inserts): a merge-on-read small file is
 #: rewritten only when some reach it.
 _INSERTED = "_hudisql_inserted"
-#: Whether base files carry the ``_hoodie_*`` meta columns (Hudi's default: true).
-META_FIELDS = "hoodie.populate.meta.fields"
 _STATS_SCHEMA = StructType([StructField("stat", StringType()), StructField("attempt", LongType()),
                             StructField("changes", StringType())])
 _STATS_ARROW = pa.schema([("stat", pa.string()), ("attempt", pa.int64()),
                           ("changes", pa.string())])
-_KEYS_SCHEMA = StructType([StructField(PARTITION_PATH, StringType()),
-                           StructField(RECORD_KEY, StringType()),
-                           StructField(_FILE_ID, StringType())])
 
 
 @dataclass(frozen=True)
@@ -238,23 +235,6 @@ def _stage_batches(spec: _TableSpec, with_partition: bool) -> Any:
             out = table.append_column(RECORD_KEY, keys).append_column(PARTITION_PATH, parts)
             yield from out.to_batches()
     return stage
-
-
-def _read_keys(spec: _TableSpec, slices: list[FileSlice], head: str | None) -> Any:
-    def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = HudiTable.open(spec.path)
-        for batch in batches:
-            for index in batch.column(0).to_pylist():
-                file_slice = slices[index]
-                keys = read_file_slice(table.storage, table.properties, table.timeline,
-                                       file_slice, as_of=head, columns=[RECORD_KEY])
-                n = keys.num_rows
-                yield pa.RecordBatch.from_arrays([
-                    pa.array([file_slice.partition_path] * n, pa.string()),
-                    keys.column(RECORD_KEY).cast(pa.string()).combine_chunks(),
-                    pa.array([file_slice.file_id] * n, pa.string()),
-                ], names=[PARTITION_PATH, RECORD_KEY, _FILE_ID])
-    return read_keys
 
 
 def _write_slices(spec: _TableSpec, operation: str, instant: str,
@@ -386,6 +366,7 @@ class SparkWriter:
         self.options = dict(options or {})
         self.on_step = on_step
         self.progress = progress
+        self._index = IndexSettings()
 
     def write(self, df: DataFrame, operation: str,
               expressions: Mapping[str, str] | None = None) -> WriteResult:
@@ -420,6 +401,8 @@ class SparkWriter:
                                        arrow_schema=avro_to_arrow(evolved))
         _check_columns(df, spec, op)
         sizing = SmallFileSettings.parse(self.options, spec.name)  # refused before any instant
+        self._index = IndexSettings.resolve(  # so is a bad index type
+            self.options, table, lookup=op != "bulk_insert" and op not in OVERWRITES)
         if expressions is not None and (op != "upsert" or not spec.is_mor):
             raise WriteError(f"table {spec.name}: expression writes are upserts to "
                              f"merge-on-read tables; this is {op} to a "
@@ -516,14 +499,22 @@ class SparkWriter:
         with_partition = op != "delete" or all(
             p in staged.columns for p in spec.partition_fields)
         marked = IS_DELETED in staged.columns and op != "delete"
-        if op == "bulk_insert" or op in OVERWRITES:
-            tagged = staged.withColumn(_FILE_ID, F.lit(None).cast("string"))
+        tagging: Tagged | None = None
+        bucketed = self._index.index_type == BUCKET
+        if op in OVERWRITES and bucketed:  # new file groups, one per bucket
+            tagged = overwrite_buckets(staged, self._index)
             slices: dict[tuple[str, str], FileSlice] = {}
+        elif op in OVERWRITES or (op == "bulk_insert" and not bucketed):
+            tagged = staged.withColumn(_FILE_ID, F.lit(None).cast("string"))
+            slices = {}
         else:
             touched = [str(p) for p in counts] if with_partition else None
-            tagged, slices = self._tag(staged, spec, table, touched)
+            tagging = self._tag(staged, spec, table, touched)
+            tagged, slices = tagging.frame, tagging.slices
         if op == "insert":
-            dup = tagged.where(F.col(_FILE_ID).isNotNull()).select(RECORD_KEY).limit(1).collect()
+            stored = (tagging.stored() if tagging is not None and tagging.stored is not None
+                      else tagged.where(F.col(_FILE_ID).isNotNull()))
+            dup = stored.select(RECORD_KEY).limit(1).collect()
             if dup:
                 raise WriteError(f"table {spec.name}: record key {dup[0][0]!r} is already in "
                                  "the table; insert adds new records only: use upsert")
@@ -535,16 +526,20 @@ class SparkWriter:
             if marked:  # deletes of keys the table does not hold: nothing to do
                 tagged = tagged.where(F.col(_FILE_ID).isNotNull()
                                       | ~F.coalesce(F.col(IS_DELETED), F.lit(False)))
-            small = ({} if op not in ("upsert", "insert") else small_files(
-                slices.values(), spec.is_mor, sizing,
-                average_record_size(table.timeline, sizing)))
-            if spec.is_mor:
-                rewrite = frozenset((p, f.file_slice.file_id)
-                                    for p, files in small.items() for f in files)
-            if rewrite:
-                tagged = tagged.withColumn(_INSERTED, F.col(_FILE_ID).isNull())
-            tagged, new_groups = self._assign_new_groups(tagged, counts, small,
-                                                         sizing.insert_split_size)
+            if tagging is not None and tagging.place is not None:
+                # The index places inserts (BUCKET): no small-file handling, as in Hudi.
+                tagged, new_groups = tagging.place(tagged)
+            else:
+                small = ({} if op not in ("upsert", "insert") else small_files(
+                    slices.values(), spec.is_mor, sizing,
+                    average_record_size(table.timeline, sizing)))
+                if spec.is_mor:
+                    rewrite = frozenset((p, f.file_slice.file_id)
+                                        for p, files in small.items() for f in files)
+                if rewrite:
+                    tagged = tagged.withColumn(_INSERTED, F.col(_FILE_ID).isNull())
+                tagged, new_groups = self._assign_new_groups(tagged, counts, small,
+                                                             sizing.insert_split_size)
         # Every file group in one task; no more tasks than groups or than twice the cores
         # (a task writes its groups one after the other: per-task start-up is the cost).
         groups = max(1, min(len(slices) + new_groups, 2 * self._parallelism()))
@@ -565,61 +560,10 @@ class SparkWriter:
         return stats, changes
 
     def _tag(self, staged: DataFrame, spec: _TableSpec, table: HudiTable,
-             touched: list[str] | None) -> tuple[DataFrame, dict[tuple[str, str], FileSlice]]:
-        head = table.timeline.last_completed()
-        with_partition = touched is not None
-        slices = table.file_slices(partitions=touched) if touched is not None else (
-            table.file_slices())
-        by_group = {(s.partition_path, s.file_id): s for s in slices}
-        if not slices:
-            return staged.withColumn(_FILE_ID, F.lit(None).cast("string")), by_group
-        existing = self._existing_keys(spec, table, slices, head.timestamp if head else None)
-        if with_partition:
-            # A hash join built on the incoming records: no sort of the (larger) stored keys;
-            # on the 5M-row benchmark this stage took 3.2 s instead of 7.5 s.
-            tagged = staged.hint("shuffle_hash").join(existing, [PARTITION_PATH, RECORD_KEY],
-                                                      "left")
-        else:
-            tagged = staged.drop(PARTITION_PATH).join(existing, [RECORD_KEY], "inner")
-        return tagged, by_group
-
-    def _existing_keys(self, spec: _TableSpec, table: HudiTable, slices: list[FileSlice],
-                       head: str | None) -> DataFrame:
-        """(partition, key, file id) of every record stored in ``slices`` (Hudi's simple index).
-
-        A slice that is only a base file holds exactly its base file's keys: Spark's own
-        parquet reader reads them (no Python). Slices with log files are read merged by the
-        core on executors (their logs may add or delete keys).
-        """
-        populated = table.properties.get(META_FIELDS, "true").lower() == "true"
-        plain = [s for s in slices if populated and s.base_file is not None and not s.log_files]
-        merged = [s for s in slices if s not in plain]
-        parts: list[DataFrame] = []
-        if plain:
-            # Base file name -> (partition, file id), looked up per row in the JVM.
-            where: dict[str, tuple[str, str]] = {}
-            paths = []
-            for s in plain:
-                assert s.base_file is not None
-                where[s.base_file.name] = (s.partition_path, s.file_id)
-                paths.append(table.storage.full_path(s.base_file.path))
-            group = F.create_map(*[v for name, (part, fid) in where.items()
-                                   for v in (F.lit(name), F.array(F.lit(part), F.lit(fid)))]
-                                 )[F.col("_metadata.file_name")]
-            # The schema is given: Spark need not open a file to infer it (a job less).
-            reader = self.spark.read.schema(StructType([StructField(RECORD_KEY, StringType())]))
-            parts.append(reader.parquet(*paths).select(
-                group[0].alias(PARTITION_PATH),
-                F.col(RECORD_KEY).cast("string").alias(RECORD_KEY),
-                group[1].alias(_FILE_ID)))
-        if merged:
-            ids = self.spark.range(len(merged),
-                                   numPartitions=min(len(merged), self._parallelism()))
-            parts.append(ids.mapInArrow(_read_keys(spec, merged, head), _KEYS_SCHEMA))
-        existing = parts[0]
-        for part in parts[1:]:
-            existing = existing.unionByName(part)
-        return existing
+             touched: list[str] | None) -> Tagged:
+        """The records tagged by the write's index (:mod:`hudisql.write.tagging`)."""
+        return tag_records(self._index, TagContext(self.spark, table, self._parallelism()),
+                           staged, touched)
 
     def _parallelism(self) -> int:
         return max(1, int(self.spark.sparkContext.defaultParallelism))
