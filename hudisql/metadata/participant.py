@@ -5,7 +5,9 @@ conflict resolution and before the data instant completes (``on_commit``), and w
 rolls a data instant back (``on_rollback``). :class:`MetadataTableParticipant` writes the
 metadata deltacommit with the same instant time to every built and every being-built
 metadata partition (RFC-45: writers look for pending indexing before they commit), and
-undoes it on rollback. :func:`participants_for` is what callers pass to a transaction.
+undoes it on rollback; before each deltacommit it lets the metadata table compact itself
+(``hudisql.metadata.services``). :func:`participants_for` is what callers pass to a
+transaction.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ from hudisql.metadata.config import (
 )
 from hudisql.metadata.partitions import MetadataPartitionType as T
 from hudisql.metadata.row_changes import RowChanges
+from hudisql.metadata.services import covered_by_service, rebuild_without, run_metadata_services
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Instant
 from hudisql.table.properties import WRITE_VERSION
 from hudisql.table.table import HudiTable
 from hudisql.txn.participant import CommitParticipant
+from hudisql.txn.table_service import StepHook, no_step
 
 __all__ = ["MetadataTableParticipant", "participants_for", "row_change_columns"]
 
@@ -40,10 +44,25 @@ class MetadataTableParticipant:
         changes: per ``(partition, file id)`` the commit touches, its rows before and after
             (:class:`RowChanges`), when the writer computed them on its executors; without
             them the record and secondary index updates read the touched slices.
+        options: the writer's options; ``hoodie.metadata.compact.max.delta.commits`` and
+            ``hoodie.metadata.log.compaction.*`` say when the metadata table compacts
+            itself (``hudisql.metadata.services``).
+        on_service_step: the step hook of those services (tests inject failures there).
     """
 
-    def __init__(self, changes: Mapping[tuple[str, str], RowChanges] | None = None) -> None:
+    def __init__(self, changes: Mapping[tuple[str, str], RowChanges] | None = None,
+                 options: Mapping[str, str] | None = None,
+                 on_service_step: StepHook = no_step) -> None:
         self.changes = changes
+        #: The writer's options: they say when the metadata table compacts itself.
+        self.options = dict(options or {})
+        #: Step hook of the metadata table's own services (tests inject failures here).
+        self.on_service_step = on_service_step
+
+    def _services(self, table: HudiTable) -> None:
+        """The metadata table's own services, before this commit's deltacommit (as Hudi
+        runs them at the start of each write): see ``hudisql.metadata.services``."""
+        run_metadata_services(table, self.options, self.on_service_step)
 
     def on_commit(self, table: HudiTable, instant: Instant, metadata: CommitMetadata) -> None:
         """Write the deltacommit ``instant.timestamp`` to every built and being-built partition.
@@ -57,6 +76,7 @@ class MetadataTableParticipant:
             return
         updates = commit_updates(table, instant.timestamp, metadata, partitions,
                                  changes=self.changes)
+        self._services(table)
         MetadataTable(table).write_deltacommit(instant.timestamp, updates)
 
     def on_clean(self, table: HudiTable, instant: Instant,
@@ -66,6 +86,7 @@ class MetadataTableParticipant:
         file groups, which a clean keeps). Idempotent: a retried clean rewrites it."""
         partitions = self._partitions(table, instant)
         if partitions:
+            self._services(table)
             MetadataTable(table).write_deltacommit(
                 instant.timestamp, deleted_files_updates(table, deleted, partitions))
 
@@ -87,20 +108,30 @@ class MetadataTableParticipant:
         return partitions
 
     def on_rollback(self, table: HudiTable, instant: Instant) -> None:
-        """Remove the metadata deltacommit ``instant.timestamp`` (idempotent)."""
+        """Remove the metadata deltacommit ``instant.timestamp`` (idempotent).
+
+        When a metadata compaction or log compaction merged it already (a completed write
+        rolled back later), the built partitions are rebuilt without the instant instead.
+        """
         if table.properties.version == WRITE_VERSION and MetadataTable.exists_for(table):
-            MetadataTable(table).rollback(instant.timestamp)
+            mdt = MetadataTable(table)
+            if covered_by_service(mdt, instant.timestamp):
+                rebuild_without(table, instant.timestamp)
+            else:
+                mdt.rollback(instant.timestamp)
 
 
-def participants_for(table: HudiTable) -> list[CommitParticipant]:
+def participants_for(table: HudiTable,
+                     options: Mapping[str, str] | None = None) -> list[CommitParticipant]:
     """The participants a commit on ``table`` needs: the metadata table's when it has one.
 
-    Only version-6 tables (the ones hudisql writes) get one.
+    Only version-6 tables (the ones hudisql writes) get one. ``options`` are the writer's
+    (``hoodie.metadata.compact.max.delta.commits``, ``hoodie.metadata.log.compaction.*``).
     """
     if table.properties.version != WRITE_VERSION:
         return []
     if has_metadata_table(table.properties) or MetadataTable.exists_for(table):
-        return [MetadataTableParticipant()]
+        return [MetadataTableParticipant(options=options)]
     return []
 
 

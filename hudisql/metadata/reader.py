@@ -35,7 +35,7 @@ from hudisql.table.merge import plan_log_blocks
 if TYPE_CHECKING:
     from hudisql.metadata.table import MetadataTable, Slice
 
-__all__ = ["KeyFilter", "read_partition"]
+__all__ = ["KeyFilter", "merge_slice", "read_partition"]
 
 
 class KeyFilter:
@@ -101,7 +101,7 @@ def read_partition(
     key_filter = KeyFilter(wanted, starts)
     merged: dict[str, Record] = {}
     for index in groups:
-        _merge_slice(mdt, partition, slices[ids[index]], visible, key_filter, merged)
+        merge_slice(mdt, partition, slices[ids[index]], visible, key_filter, merged)
     return merged
 
 
@@ -113,10 +113,12 @@ def _is_value_part(prefix: str) -> bool:
         return False
 
 
-def _merge_slice(
+def merge_slice(
     mdt: MetadataTable, partition: str, file_slice: Slice, visible: VisibleInstants,
     key_filter: KeyFilter, merged: dict[str, Record],
 ) -> None:
+    """Merge one file slice's records (base file, then its visible log blocks in merge
+    order) into ``merged``, by key; a delete removes the key."""
     keep = key_filter.keep
     storage = mdt.storage
     if file_slice.base_file is not None:

@@ -17,7 +17,7 @@ latest snapshot only and are not used for older ones.
 This module is below Spark (no pyspark import): the read layer turns Spark filters and
 SQL text into :class:`Predicate` conjuncts (:func:`parse_predicates`). The steps live in
 :mod:`hudisql.metadata.skipping_indexes`, literal handling in
-:mod:`hudisql.metadata.skipping_values`, parsing in :mod:`hudisql.metadata.skipping_parse`.
+:mod:`hudisql.metadata.skipping_values`, parsing in :mod:`hudisql.parser.predicates`.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from hudisql.metadata.skipping_indexes import (
     secondary_index_steps,
 )
 from hudisql.metadata.skipping_model import OPERATORS, Predicate, SkippingResult, SkippingStep
-from hudisql.metadata.skipping_parse import parse_predicates
 from hudisql.metadata.table import MetadataTable
+from hudisql.parser.predicates import parse_predicates
 from hudisql.table import properties as P
 from hudisql.table.instant import WRITE_ACTIONS
 from hudisql.table.table import normalize_as_of

@@ -1,6 +1,7 @@
 """What data skipping takes and gives: predicates, the steps indexes took, the result.
 
-Shared by the parser of predicates (:mod:`hudisql.metadata.skipping_parse`), the index
+``Predicate`` comes from the SQL side (:mod:`hudisql.parser.predicates`, which parses
+filters into them); these are shared by, the index
 steps (:mod:`hudisql.metadata.skipping_indexes`) and the entry points in
 :mod:`hudisql.metadata.skipping`, which re-exports these names.
 """
@@ -8,35 +9,14 @@ steps (:mod:`hudisql.metadata.skipping_indexes`) and the entry points in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hudisql.parser.predicates import OPERATORS, Predicate
 
 if TYPE_CHECKING:
     from hudisql.table.fsview import FileSlice
 
 __all__ = ["OPERATORS", "Predicate", "SkippingResult", "SkippingStep"]
-
-#: The operators a :class:`Predicate` may have.
-OPERATORS = ("=", "<", "<=", ">", ">=", "in", "is_null", "is_not_null", "starts_with")
-
-
-@dataclass(frozen=True)
-class Predicate:
-    """One conjunct of a filter: ``column op values`` (``values`` holds one literal for the
-    comparisons and ``starts_with``, the list for ``in``, nothing for the null tests)."""
-
-    column: str
-    op: str
-    values: tuple[Any, ...] = ()
-
-    def __str__(self) -> str:
-        if self.op in ("is_null", "is_not_null"):
-            return f"{self.column} {self.op.replace('_', ' ').upper()}"
-        if self.op == "in":
-            return f"{self.column} IN ({', '.join(repr(v) for v in self.values)})"
-        if self.op == "starts_with":
-            return f"startswith({self.column}, {self.values[0]!r})"
-        return f"{self.column} {self.op} {self.values[0]!r}"
-
 
 @dataclass(frozen=True)
 class SkippingStep:

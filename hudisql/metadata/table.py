@@ -56,6 +56,7 @@ from hudisql.table.write_files import (
 )
 
 __all__ = [
+    "BUILD_TOKEN",
     "INIT_SUFFIX",
     "METADATA_PATH",
     "MetadataTable",
@@ -72,7 +73,8 @@ INIT_SUFFIX = "010"
 SOLO_INSTANT = "0" * 17
 #: Our key in the metadata table's hoodie.properties: its base files are parquet, not HFile.
 BASE_FORMAT_KEY = "hoodie.metadata.base.file.format"
-_BUILD_TOKEN = write_token(0, 0, 0)
+#: The write token of the files the metadata table writes itself (builds, deltacommits).
+BUILD_TOKEN = write_token(0, 0, 0)
 
 
 def init_instant_time(base_instant: str | None, offset: int = 0) -> str:
@@ -266,7 +268,7 @@ class MetadataTable:
         empty = encode_delete_block([], {HeaderKey.INSTANT_TIME: instant_time})
         for file_id in ids:
             create_log_files(self.storage, partition, file_id, instant_time, instant_time,
-                              _BUILD_TOKEN, [empty], 1 << 30)
+                              BUILD_TOKEN, [empty], 1 << 30)
         return ids
 
     def write_base_files(
@@ -316,7 +318,7 @@ class MetadataTable:
         if rows.num_rows > 1 and not pc.all(pc.less_equal(
                 keys.slice(0, rows.num_rows - 1), keys.slice(1))).as_py():
             rows = rows.sort_by("key")  # a costly take over every column: only when needed
-        name = BaseFileName(file_id, _BUILD_TOKEN, instant_time).format()
+        name = BaseFileName(file_id, BUILD_TOKEN, instant_time).format()
         rel = posixpath.join(partition, name)
         sink = io.BytesIO()
         # Row groups of about a megabyte: a lookup by key decodes only the row groups
@@ -443,7 +445,7 @@ class MetadataTable:
                     ))
                 base = slices[file_id].base_instant
                 written = create_log_files(self.storage, partition, file_id, base, instant_time,
-                                            _BUILD_TOKEN, blocks, 1 << 30)
+                                            BUILD_TOKEN, blocks, 1 << 30)
                 for rel, size in written:
                     metadata.add_write_stat(WriteStat(
                         file_id=file_id, path=rel, prev_commit=base, num_writes=len(rows),
@@ -544,14 +546,25 @@ class MetadataTable:
                     f"file group {file_id} of metadata partition {partition} has no slice on "
                     "the metadata timeline: drop the partition and build it again"
                 )
-            base_ts = max(candidates)
-            slice_logs = sorted(
-                (lg for lg in logs[file_id] if lg.base_instant == base_ts),
-                key=lambda lg: (lg.version, lg.write_token or ""),
-            )
-            out[file_id] = Slice(file_id, base_ts, bases[file_id].get(base_ts),
-                                  [lg.format() for lg in slice_logs])
+            ordered = sorted(candidates)
+            base_ts = ordered[-1]
+            slice_logs = self._slice_logs(logs[file_id], base_ts)
+            base_file = bases[file_id].get(base_ts)
+            pending = timeline.get(base_ts)
+            if (not for_write and base_file is None and len(ordered) > 1 and pending is not None
+                    and pending.action == Action.COMPACTION and not pending.is_completed):
+                # A compaction still running: its slice's logs extend the slice it compacts.
+                base_ts = ordered[-2]
+                base_file = bases[file_id].get(base_ts)
+                slice_logs = self._slice_logs(logs[file_id], base_ts) + slice_logs
+            out[file_id] = Slice(file_id, base_ts, base_file, slice_logs)
         return out
+
+    @staticmethod
+    def _slice_logs(logs: Sequence[LogFileName], base_instant: str) -> list[str]:
+        return [lg.format() for lg in sorted(
+            (lg for lg in logs if lg.base_instant == base_instant),
+            key=lambda lg: (lg.version, lg.write_token or ""))]
 
     def visible_instants(self) -> VisibleInstants:
         return _Visible(self.timeline, self.data.timeline)

@@ -209,7 +209,7 @@ def _build_validate_mdt(p: HudiParser, args: dict[str, Argument], at: Token) -> 
 
 
 def _build_show_data_skipping(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
-    from hudisql.metadata.skipping import parse_predicates
+    from hudisql.parser.predicates import parse_predicates
     from hudisql.parser.services import _table_or_path
 
     table, path = _table_or_path(p, args, at, "show_data_skipping")

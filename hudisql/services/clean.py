@@ -7,36 +7,16 @@ finished by the next one (its plan re-executed: files already gone count as dele
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Mapping, Sequence
 
 from hudisql.services.protocol import StepHook, no_step, table_lock
-from hudisql.table.clean import CleanSettings, execute_clean, plan_clean
-from hudisql.table.instant import Action, Instant
-from hudisql.table.service_plans import CleanMetadata, clean_plan
+from hudisql.table.clean import CleanSettings
+from hudisql.table.service_plans import CleanMetadata
 from hudisql.table.table import HudiTable
-from hudisql.txn.participant import CleanParticipant, CommitParticipant
+from hudisql.txn.participant import CommitParticipant
+from hudisql.txn.table_service import clean_locked
 
 __all__ = ["run_clean"]
-
-
-def _finish(table: HudiTable, instant: Instant, on_step: StepHook,
-            participants: Sequence[CommitParticipant]) -> CleanMetadata:
-    timeline = table.timeline
-    plan = clean_plan(timeline, instant.timestamp)
-    if instant.is_requested:
-        instant = timeline.transition_to_inflight(instant, plan.to_avro())
-    on_step("inflight", instant.timestamp)
-    metadata = execute_clean(table.storage, timeline, instant.timestamp, plan)
-    on_step("deleted", instant.timestamp)
-    deleted = {partition: [posixpath.basename(f) for f in found.success_delete_files]
-               for partition, found in metadata.partition_metadata.items()}
-    for participant in participants:
-        if isinstance(participant, CleanParticipant):
-            participant.on_clean(table, instant, deleted)
-    on_step("participants", instant.timestamp)
-    timeline.complete(instant, metadata.to_avro())
-    return metadata
 
 
 def run_clean(
@@ -61,13 +41,5 @@ def run_clean(
     options = dict(options or {})
     settings = CleanSettings.parse(options, table.name)
     with table_lock(table, options):
-        fresh = table.reload()
-        for pending in fresh.timeline.pending([Action.CLEAN]):
-            _finish(fresh, pending, on_step, participants)  # a clean that died: finish it
-            fresh = fresh.reload()
-        plan = plan_clean(fresh.storage, fresh.file_system_view(), settings)
-        if plan is None:
-            return None
-        requested = fresh.timeline.create_requested(Action.CLEAN, content=plan.to_avro())
-        on_step("requested", requested.timestamp)
-        return _finish(fresh, requested, on_step, participants)
+        return clean_locked(table.reload(), settings, on_step=on_step,
+                            participants=participants)

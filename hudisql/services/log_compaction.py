@@ -8,6 +8,8 @@ inflight, merges each planned slice in a task of its own, and completes the inst
 ``deltacommit`` (operation ``LOG_COMPACT``) under the table lock, after the commit
 participants. A failed run is rolled back at once (its blocks and its plan removed, as
 Hudi does for log compaction); one whose process died is rolled back by the next run.
+The plan / execute / commit path is the one all such services share
+(``hudisql.txn.table_service``).
 """
 
 from __future__ import annotations
@@ -15,56 +17,95 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
-from hudisql.services.plans import ServiceResult, pending_plan, require_merge_on_read
-from hudisql.services.protocol import (
-    StepHook,
-    complete,
-    heartbeat,
-    is_abandoned_instant,
-    no_step,
-    table_lock,
+from hudisql.services.plans import (
+    ServiceResult,
+    require_merge_on_read,
+    run_planned_service,
+    service_guard,
 )
-from hudisql.services.runner import LocalRunner, SliceRunner, TaskAttempt
-from hudisql.table.commit_metadata import WriteStat
+from hudisql.services.protocol import StepHook, is_abandoned_instant, no_step
+from hudisql.services.runner import LocalRunner, SliceRunner, Task, TaskAttempt
+from hudisql.table.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.fsview import FileSlice
-from hudisql.table.instant import Action
+from hudisql.table.instant import Action, Instant
 from hudisql.table.log_compaction import (
     LogCompactionSettings,
     SliceRun,
     build_plan,
     execute_slice,
-    file_groups_in_pending_services,
     log_compaction_metadata,
     plan_slice,
     planned_instants,
 )
-from hudisql.table.service_plans import CompactionOperation
+from hudisql.table.service_plans import CompactionOperation, CompactionPlan
 from hudisql.table.spurious_files import remove_spurious_log_files
 from hudisql.table.table import HudiTable
 from hudisql.table.write_files import MARKER_DIR
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.rollback import rollback_locked
+from hudisql.txn.table_service import ServiceSteps, schedule_plan, undo_abandoned
 
 __all__ = [
+    "log_compaction_steps",
     "rollback_abandoned",
     "run_log_compaction",
     "schedule_log_compaction",
 ]
 
-def rollback_abandoned(table: HudiTable, options: Mapping[str, str], action: str,
+def _rollback(table: HudiTable, instant: Instant,
+              participants: Sequence[CommitParticipant]) -> None:
+    rollback_locked(table, instant.timestamp, participants)
+
+
+def log_compaction_steps(table: HudiTable, options: Mapping[str, str],
+                         schema: str = "") -> ServiceSteps:
+    """Log compaction's pieces of the shared service path (``schema``: the table's Avro
+    schema the compacted blocks are written in; needed to execute, not to plan)."""
+    settings = LogCompactionSettings.parse(options)
+
+    def execute_tasks(t: HudiTable, plan: CompactionPlan, instant_time: str) -> list[Task]:
+        return [functools.partial(_execute_task, t.base_path, op, planned_instants(plan, op),
+                                  instant_time, schema, settings)
+                for op in plan.operations]
+
+    def commit(fresh: HudiTable, plan: CompactionPlan, instant_time: str,
+               stats: list[WriteStat]) -> tuple[list[WriteStat], CommitMetadata]:
+        return stats, log_compaction_metadata(stats, schema)
+
+    def restart(t: HudiTable, instant: Instant) -> Instant:
+        if instant.is_inflight:  # a dead run's blocks: never read, never kept
+            _discard_attempt(t, instant.timestamp)
+            return instant
+        return t.timeline.transition_to_inflight(instant)
+
+    def tidy(t: HudiTable, instant_time: str, metadata: CommitMetadata) -> None:
+        # Tidiness only: readers skip them already (the commit names its log files).
+        remove_spurious_log_files(t.storage, instant_time, metadata)
+        t.storage.delete_dir(f"{MARKER_DIR}/{instant_time}")
+
+    return ServiceSteps(
+        action=Action.LOGCOMPACTION,
+        excluded=(Action.LOGCOMPACTION, Action.CLUSTERING, Action.REPLACECOMMIT),
+        plan_task=lambda t, s: functools.partial(_plan_task, t.base_path, settings, s),
+        build_plan=build_plan,
+        execute_tasks=execute_tasks,
+        commit=commit,
+        restart=restart,
+        undo=_rollback,
+        tidy=tidy,
+    )
+
+
+def rollback_abandoned(table: HudiTable, options: Mapping[str, str],
                        participants: Sequence[CommitParticipant] = ()) -> list[str]:
-    """Roll back the inflight ``action`` instants whose process died (no live heartbeat).
+    """Roll back the inflight log compactions whose process died (no live heartbeat).
 
     Returns:
         The instant times rolled back.
     """
-    done: list[str] = []
-    for pending in table.timeline.pending([action]):
-        if pending.is_inflight and is_abandoned_instant(table, pending.timestamp, options):
-            with table_lock(table, options):
-                rollback_locked(table, pending.timestamp, participants)
-            done.append(pending.timestamp)
-    return done
+    guard = service_guard(table, options, LocalRunner(), participants)
+    return undo_abandoned(log_compaction_steps(table, options), table, guard,
+                          lambda t, ts: is_abandoned_instant(t, ts, options))
 
 
 def _plan_task(path: str, settings: LogCompactionSettings, file_slice: FileSlice,
@@ -89,27 +130,12 @@ def schedule_log_compaction(
     """
     options = dict(options or {})
     require_merge_on_read(table, "SCHEDULE LOG COMPACTION")
-    settings = LogCompactionSettings.parse(options)
+    steps = log_compaction_steps(table, options)
     table = table.reload()
-    rollback_abandoned(table, options, Action.LOGCOMPACTION, participants)
+    rollback_abandoned(table, options, participants)
     table = table.reload()
-    busy = file_groups_in_pending_services(
-        table.timeline, [Action.LOGCOMPACTION, Action.CLUSTERING, Action.REPLACECOMMIT])
-    slices = [s for s in table.file_slices() if s.has_log_files
-              and (s.partition_path, s.file_id) not in busy]
-    tasks = [functools.partial(_plan_task, table.base_path, settings, s) for s in slices]
-    runs = [r for r in (runner or LocalRunner()).run(tasks, "plan log compaction") if r]
-    with table_lock(table, options):
-        fresh = table.reload()
-        busy = file_groups_in_pending_services(
-            fresh.timeline, [Action.LOGCOMPACTION, Action.CLUSTERING, Action.REPLACECOMMIT])
-        runs = [r for r in runs
-                if (r.operation.partition_path, r.operation.file_id) not in busy]
-        plan = build_plan(runs)
-        if plan is None:
-            return None
-        instant = fresh.timeline.create_requested(Action.LOGCOMPACTION, content=plan.to_avro())
-    return instant.timestamp
+    guard = service_guard(table, options, runner or LocalRunner(), participants)
+    return schedule_plan(steps, table, table.file_slices(), guard)
 
 
 def _execute_task(path: str, operation: CompactionOperation, instants: list[str] | None,
@@ -142,52 +168,13 @@ def run_log_compaction(
             compaction plan; bad settings.
         HudiSqlError: a task failed (the log compaction is rolled back first).
     """
-    options = dict(options or {})
-    require_merge_on_read(table, "RUN LOG COMPACTION")
-    settings = LogCompactionSettings.parse(options)
-    runner = runner or LocalRunner()
-    if instant_time is None:
-        table = table.reload()
-        rollback_abandoned(table, options, Action.LOGCOMPACTION, participants)
-        waiting = [i for i in table.reload().timeline.pending([Action.LOGCOMPACTION])
-                   if i.is_requested]
-        instant_time = waiting[0].timestamp if waiting else schedule_log_compaction(
-            table, options, runner=runner, participants=participants)
-        if instant_time is None:
-            return None
-    table = table.reload()
-    plan = pending_plan(table, instant_time, Action.LOGCOMPACTION, "RUN LOG COMPACTION", options)
-    instant = table.timeline.get(instant_time)
-    assert instant is not None
-    schema = table.avro_schema
-    try:
-        with heartbeat(table, instant_time, options):
-            if instant.is_inflight:  # a dead run's blocks: never read, never kept
-                _discard_attempt(table, instant_time)
-            else:
-                instant = table.timeline.transition_to_inflight(instant)
-            on_step("inflight", instant_time)
-            tasks = [
-                functools.partial(_execute_task, table.base_path, op,
-                                  planned_instants(plan, op), instant_time, schema, settings)
-                for op in plan.operations
-            ]
-            stats = [s for s in runner.run(tasks, f"log compaction {instant_time}") if s]
-            on_step("written", instant_time)
-            metadata = log_compaction_metadata(stats, schema)
-            with table_lock(table, options):
-                fresh = table.reload()
-                on_step("completing", instant_time)
-                complete(fresh, instant, metadata, metadata.to_json(), participants)
-    except BaseException:
-        with table_lock(table, options):
-            rollback_locked(table, instant_time, participants)
-        raise
-    # Tidiness only: readers skip them already (the commit names its log files).
-    remove_spurious_log_files(table.storage, instant_time, metadata)
-    table.storage.delete_dir(f"{MARKER_DIR}/{instant_time}")
-    on_step("completed", instant_time)
-    return ServiceResult(instant_time, len(stats), tuple(stats))
+    LogCompactionSettings.parse(options or {})
+    return run_planned_service(
+        table, instant_time, options or {}, action=Action.LOGCOMPACTION,
+        statement="RUN LOG COMPACTION", steps_for=log_compaction_steps,
+        schedule=lambda t, o, r: schedule_log_compaction(t, o, runner=r,
+                                                         participants=participants),
+        runner=runner, participants=participants, on_step=on_step)
 
 
 def _discard_attempt(table: HudiTable, instant_time: str) -> None:

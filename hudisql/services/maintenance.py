@@ -48,6 +48,11 @@ class Maintenance:
     #: Every service commit keeps the metadata table exact (tests may pass no_participants).
     participants: Callable[[HudiTable], Sequence[Any]] = metadata_participants
 
+    def _participants(self, table: HudiTable) -> Sequence[Any]:
+        if self.participants is metadata_participants:  # with this session's options
+            return participants_for(table, self.options)
+        return self.participants(table)
+
     def open_table(self) -> HudiTable:
         """The table, freshly loaded."""
         return HudiTable.open(self.path)
@@ -65,7 +70,7 @@ class Maintenance:
         with self.bracket():
             return log_compaction.schedule_log_compaction(
                 table, self._merged(options), runner=self.runner,
-                participants=self.participants(table))
+                participants=self._participants(table))
 
     def run_log_compaction(self, instant: str | None = None, **options: str) -> (
             ServiceResult | None):
@@ -81,7 +86,7 @@ class Maintenance:
         with self.bracket():
             return log_compaction.run_log_compaction(
                 table, instant, self._merged(options), runner=self.runner,
-                participants=self.participants(table))
+                participants=self._participants(table))
 
     def show_log_compaction(self, limit: int = 20) -> pa.Table:
         """The log compaction instants, newest first: timestamp, operation_size, state."""
@@ -108,7 +113,7 @@ class Maintenance:
         with self.bracket():
             return compaction.run_compaction(
                 table, instant, self._merged(options), runner=self.runner,
-                participants=self.participants(table))
+                participants=self._participants(table))
 
     def show_compaction(self, limit: int = 20) -> pa.Table:
         """The compaction instants, newest first: timestamp, operation_size, state."""
@@ -127,4 +132,4 @@ class Maintenance:
         table = self.open_table()
         with self.bracket():
             return clean.run_clean(table, self._merged(options),
-                                   participants=self.participants(table))
+                                   participants=self._participants(table))

@@ -1,6 +1,7 @@
 """What the table services share: their results, refusals and pending plans, and SHOW.
 
-``ServiceResult`` is what a run did; :func:`require_merge_on_read` refuses log compaction
+``ServiceResult`` is what a run did; :func:`service_guard` how a data-table service
+holds the lock and its heartbeat; :func:`require_merge_on_read` refuses log compaction
 and compaction on copy-on-write tables; :func:`pending_plan` finds the pending plan a
 ``RUN ... AT`` names (or refuses it); :func:`show_service_plans` lists a service's
 instants as Hudi's ``show_compaction`` does.
@@ -8,23 +9,35 @@ instants as Hudi's ``show_compaction`` does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from hudisql.errors import TableServiceError
-from hudisql.services.protocol import is_abandoned_instant
+from hudisql.services.protocol import heartbeat, is_abandoned_instant, table_lock
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.service_plans import CompactionPlan, compaction_plan
 from hudisql.table.table import HudiTable
+from hudisql.txn.participant import CommitParticipant
+from hudisql.txn.table_service import (
+    ServiceGuard,
+    ServiceSteps,
+    StepHook,
+    execute_plan,
+    no_step,
+    undo_abandoned,
+)
+from hudisql.txn.tasks import LocalRunner, SliceRunner
 
 __all__ = [
     "SERVICE_SHOW_SCHEMA",
     "ServiceResult",
     "pending_plan",
     "require_merge_on_read",
+    "run_planned_service",
+    "service_guard",
     "show_service_plans",
 ]
 
@@ -46,6 +59,68 @@ class ServiceResult:
     def bytes_written(self) -> int:
         """Bytes of the files the run wrote."""
         return sum(s.total_write_bytes or 0 for s in self.write_stats)
+
+
+def service_guard(
+    table: HudiTable,
+    options: Mapping[str, str],
+    runner: SliceRunner,
+    participants: Sequence[CommitParticipant] = (),
+    on_step: StepHook = no_step,
+) -> ServiceGuard:
+    """How a data-table service runs: it takes the table lock (``hoodie.write.lock.*``)
+    and keeps its instant's heartbeat itself; its tasks run on ``runner``."""
+    return ServiceGuard(
+        lock=lambda: table_lock(table, options),
+        heartbeat=lambda instant_time: heartbeat(table, instant_time, options),
+        participants=participants,
+        on_step=on_step,
+        runner=runner,
+    )
+
+
+def run_planned_service(
+    table: HudiTable,
+    instant_time: str | None,
+    options: Mapping[str, str],
+    *,
+    action: str,
+    statement: str,
+    steps_for: Callable[[HudiTable, Mapping[str, str], str], ServiceSteps],
+    schedule: Callable[[HudiTable, dict[str, str], SliceRunner], str | None],
+    runner: SliceRunner | None,
+    participants: Sequence[CommitParticipant],
+    on_step: StepHook,
+) -> ServiceResult | None:
+    """Run the ``action`` plan at ``instant_time`` (default: undo runs whose process died,
+    then take the oldest requested plan, else ``schedule`` a new one) and complete it.
+
+    Returns:
+        What it did, or None when there was nothing to plan.
+
+    Raises:
+        TableServiceError: a copy-on-write table; ``instant_time`` is not a pending plan
+            of ``action`` (or another process runs it).
+        HudiSqlError: a task failed (the run is undone first).
+    """
+    options = dict(options)
+    require_merge_on_read(table, statement)
+    runner = runner or LocalRunner()
+    table = table.reload()
+    guard = service_guard(table, options, runner, participants, on_step)
+    if instant_time is None:
+        undo_abandoned(steps_for(table, options, ""), table, guard,
+                       lambda t, ts: is_abandoned_instant(t, ts, options))
+        table = table.reload()
+        waiting = [i for i in table.timeline.pending([action]) if i.is_requested]
+        instant_time = waiting[0].timestamp if waiting else schedule(table, options, runner)
+        if instant_time is None:
+            return None
+        table = table.reload()
+    plan = pending_plan(table, instant_time, action, statement, options)
+    steps = steps_for(table, options, table.avro_schema)
+    stats = execute_plan(steps, table, instant_time, plan, guard)
+    return ServiceResult(instant_time, len(stats), tuple(stats))
 
 
 def require_merge_on_read(table: HudiTable, statement: str) -> None:

@@ -4,31 +4,22 @@ A service's instant is requested with its plan (under the table lock), goes infl
 keeps a heartbeat while its tasks run, and completes under the table lock after the
 commit participants (the metadata table) took their part; a failure rolls it back. An
 instant whose heartbeat expired was abandoned by a dead process: the next run of the same
-service (or a writer) rolls it back.
+service (or a writer) rolls it back. The path itself (and :func:`complete`) is
+``hudisql.txn.table_service``; this module gives it the data table's lock and heartbeat.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Instant
 from hudisql.table.table import HudiTable
 from hudisql.txn.heartbeat import Heartbeat, heartbeat_settings, is_abandoned
 from hudisql.txn.lock import lock_provider_for, lock_timeout
-from hudisql.txn.participant import CommitParticipant
+from hudisql.txn.table_service import StepHook, complete, no_step
 
 __all__ = ["StepHook", "complete", "heartbeat", "is_abandoned_instant", "no_step",
            "table_lock"]
-
-#: Called with (event, instant) at each step of a service; tests inject failures here.
-StepHook = Callable[[str, str], None]
-
-
-def no_step(event: str, instant: str) -> None:
-    """The default step hook: does nothing."""
-    return None
 
 
 @contextlib.contextmanager
@@ -50,20 +41,3 @@ def is_abandoned_instant(table: HudiTable, instant_time: str, options: Mapping[s
     """True when the pending ``instant_time`` has no live heartbeat (its process died)."""
     interval, misses = heartbeat_settings(options)
     return is_abandoned(table.storage, instant_time, interval, misses)
-
-
-def complete(
-    table: HudiTable,
-    instant: Instant,
-    metadata: CommitMetadata | None,
-    content: bytes,
-    participants: Sequence[CommitParticipant] = (),
-) -> Instant:
-    """Complete the inflight ``instant`` with ``content``; call under the table lock.
-
-    The participants see the commit metadata first (a clean has none: they are not called).
-    """
-    if metadata is not None:
-        for participant in participants:
-            participant.on_commit(table, instant, metadata)
-    return table.timeline.complete(instant, content)

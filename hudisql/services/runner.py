@@ -1,60 +1,26 @@
 """How a table service runs its per-slice tasks: in this process, or as one Spark job.
 
 A task is a picklable callable taking the :class:`TaskAttempt` it runs in (its write
-token and attempt number) and returning a picklable result. :class:`LocalRunner` calls
-them in order (tests, small tables, no Spark); :class:`SparkRunner` runs them as one Spark
-job, a ``mapInPandas`` over one row per task, each task its own input partition, so the
-heavy work (reading and writing slices) happens on executors.
+token and attempt number) and returning a picklable result (``hudisql.txn.tasks``, below
+Spark). :class:`LocalRunner` calls them in order (tests, small tables, no Spark);
+:class:`SparkRunner` runs them as one Spark job, a ``mapInPandas`` over one row per task,
+each task its own input partition, so the heavy work (reading and writing slices) happens
+on executors.
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
-from hudisql.table.filenames import write_token
+from hudisql.txn.tasks import LocalRunner, SliceRunner, Task, TaskAttempt
 
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
 
 __all__ = ["LocalRunner", "SliceRunner", "SparkRunner", "Task", "TaskAttempt"]
-
-
-@dataclass(frozen=True)
-class TaskAttempt:
-    """Where a task runs: Spark's partition, stage and task attempt ids, attempt number."""
-
-    partition_id: int
-    stage_id: int
-    attempt_id: int
-    attempt_number: int = 0
-
-    @property
-    def write_token(self) -> str:
-        """``<partitionId>-<stageId>-<taskAttemptId>``: the token in the files it writes."""
-        return write_token(self.partition_id, self.stage_id, self.attempt_id)
-
-
-Task = Callable[[TaskAttempt], Any]
-
-
-class SliceRunner(Protocol):
-    """Runs a table service's tasks and returns their results in task order."""
-
-    def run(self, tasks: Sequence[Task], description: str = "") -> list[Any]:
-        """Run every task once (retries are the runner's business); results in order."""
-        ...
-
-
-class LocalRunner:
-    """Runs tasks one after the other in this process (no Spark)."""
-
-    def run(self, tasks: Sequence[Task], description: str = "") -> list[Any]:
-        """The results of ``tasks``, each run in a task attempt of its own."""
-        return [task(TaskAttempt(i, 0, i)) for i, task in enumerate(tasks)]
 
 
 class SparkRunner:

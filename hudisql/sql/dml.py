@@ -231,8 +231,9 @@ def rollback(ctx: StatementContext, entry: TableEntry, instant_time: str) -> str
     from hudisql.txn.writer import WriteClient
 
     table = _open(entry)
-    client = WriteClient(table, participants=participants_for(table),
-                         options=ctx.session.write_options(entry.location, in_catalog=True))
+    options = ctx.session.write_options(entry.location, in_catalog=True)
+    client = WriteClient(table, participants=participants_for(table, options),
+                         options=options)
     if entry.managed:
         with ctx.catalog.write_transaction(entry.name):
             return client.rollback(instant_time)

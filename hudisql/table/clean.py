@@ -34,6 +34,7 @@ from hudisql.table.service_plans import (
     CleanFileInfo,
     CleanMetadata,
     CleanPartitionMetadata,
+    int_setting,
 )
 from hudisql.table.storage import Storage
 from hudisql.table.timeline import Timeline
@@ -50,19 +51,9 @@ _WRITES = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT, Action.COMPA
 
 
 def _retained(options: Mapping[str, str], key: str, default: int, table: str) -> int:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise TableServiceError(f"{key}={raw!r} is not an integer (table {table})") from None
-    if value < 1:
-        raise TableServiceError(
-            f"{key}={raw!r} would let clean delete the latest file slices of table {table}: "
-            "retain at least 1"
-        )
-    return value
+    return int_setting(options, key, default, 1,
+                       f"would let clean delete the latest file slices of table {table}: "
+                       "retain at least 1")
 
 
 @dataclass(frozen=True)

@@ -31,14 +31,19 @@ from hudisql.errors import TableServiceError
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.filenames import BaseFileName, LogFileName
 from hudisql.table.fsview import BaseFile, FileSlice, LogFile, VisibleInstants
-from hudisql.table.instant import Action
+from hudisql.table.instant import Action, Instant
 from hudisql.table.log.format import BlockType
 from hudisql.table.log.reader import scan_log_file
 from hudisql.table.merge import read_file_slice
 from hudisql.table.properties import TableProperties
 from hudisql.table.reconcile import Verdict, judge_log_blocks
 from hudisql.table.schema import avro_to_arrow
-from hudisql.table.service_plans import CompactionOperation, CompactionPlan, compaction_plan
+from hudisql.table.service_plans import (
+    CompactionOperation,
+    CompactionPlan,
+    compaction_plan,
+    int_setting,
+)
 from hudisql.table.storage import Storage
 from hudisql.table.timeline import Timeline
 from hudisql.table.write_files import MARKER_DIR, write_base_file
@@ -52,6 +57,7 @@ __all__ = [
     "execute_slice",
     "late_writes",
     "plan_slice",
+    "restart_compaction",
     "revert_compaction",
 ]
 
@@ -75,16 +81,7 @@ class CompactionSettings:
         Raises:
             TableServiceError: a value that is not a positive integer.
         """
-        raw = options.get(MAX_DELTA_COMMITS)
-        if raw is None:
-            return cls()
-        try:
-            value = int(str(raw).strip())
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise TableServiceError(f"{MAX_DELTA_COMMITS}={raw!r} must be an integer >= 1")
-        return cls(value)
+        return cls(int_setting(options, MAX_DELTA_COMMITS, cls.max_delta_commits, 1))
 
 
 def compaction_due(timeline: Timeline, settings: CompactionSettings) -> bool:
@@ -99,38 +96,28 @@ def compaction_due(timeline: Timeline, settings: CompactionSettings) -> bool:
 
 def plan_slice(
     storage: Storage, timeline: Timeline, file_slice: FileSlice,
-    visible: VisibleInstants | None = None,
+    visible: VisibleInstants | None = None, reconcile: str = "full",
 ) -> CompactionOperation | None:
     """The compaction of one slice: its base file and the log files before the first that
-    holds a pending instant's block; None for a slice without (such) log files."""
+    holds a pending instant's block; None for a slice without (such) log files.
+
+    ``reconcile`` is the block reconciliation of ``hudisql.table.reconcile`` (``off`` for
+    the metadata table, whose readers do not reconcile)."""
     visible = visible or VisibleInstants(timeline)
     logs: list[LogFile] = []
     for log in file_slice.log_files:
         blocks = scan_log_file(storage, log.path)
-        verdicts = judge_log_blocks(blocks, visible)
+        verdicts = judge_log_blocks(blocks, visible, reconcile)
         if any(v.verdict == Verdict.NOT_VISIBLE and v.block.block_type in _MERGED
                for v in verdicts):
             break
         logs.append(log)
     if not logs:
         return None
-    size = float(sum(log.size for log in logs))
+    size = sum(log.size for log in logs) / _MB
     base = file_slice.base_file
     base_mb = (base.size if base is not None else 0) / _MB
-    return CompactionOperation(
-        file_id=file_slice.file_id,
-        partition_path=file_slice.partition_path,
-        base_instant_time=file_slice.base_instant,
-        delta_file_paths=[log.name for log in logs],
-        data_file_path=base.name if base is not None else None,
-        metrics={
-            "TOTAL_LOG_FILES": float(len(logs)),
-            "TOTAL_LOG_FILES_SIZE": size,
-            "TOTAL_IO_READ_MB": base_mb + size / _MB,
-            "TOTAL_IO_WRITE_MB": base_mb,
-            "TOTAL_IO_MB": 2 * base_mb + size / _MB,
-        },
-    )
+    return CompactionOperation.of_slice(file_slice, logs, base_mb + size, base_mb)
 
 
 def build_plan(operations: Iterable[CompactionOperation]) -> CompactionPlan | None:
@@ -256,6 +243,21 @@ def revert_compaction(storage: Storage, timeline: Timeline, instant_time: str) -
     storage.delete_dir(f"{MARKER_DIR}/{instant_time}")
     if instant.is_inflight:
         timeline.delete_pending(instant, keep_requested=True)
+
+
+def restart_compaction(storage: Storage, timeline: Timeline, instant: Instant) -> Instant:
+    """Make the pending compaction ``instant`` inflight for a new run: a dead or failed
+    run's base files go first (:func:`revert_compaction`), the plan stays.
+
+    Returns:
+        The inflight instant.
+    """
+    if instant.is_inflight:
+        revert_compaction(storage, timeline, instant.timestamp)
+    timeline = timeline.reload()
+    found = timeline.get(instant.timestamp)
+    assert found is not None and found.is_requested
+    return timeline.transition_to_inflight(found)
 
 
 def compaction_metadata(stats: Iterable[WriteStat], avro_schema: str) -> CommitMetadata:

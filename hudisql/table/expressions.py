@@ -29,7 +29,8 @@ would take the records as whole rows: the operand as the value and nulls in the 
 that were meant to be kept. So an expression block also carries hudisql's header key
 ``HUDISQL_EXPRESSIONS`` (1001), which no Hudi reader knows: hudi-rs refuses the table
 ("Invalid metadata key") instead of returning wrong rows, until a compaction folds the
-expressions into a base file. Log compaction never merges expression blocks.
+expressions into a base file. Log compaction keeps them as expression blocks (consecutive
+ones of one kind concatenated, their records in order), never merged into plain rows.
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ blocks are taken per instant, in merge order (a compacted block in its slot, see
 ``compacted.py``); the longest run of consecutive *small* instants is planned (the seed's
 "Disadvantages": a block at least ``hudisql.log.compaction.small.block.size`` bytes, such
 as one an earlier log compaction made, is not rewritten again). A run never spans a block
-of a pending instant (it would land between the run's blocks when it completes) nor an
-expression block (applied to base rows). The plan is Hudi's ``HoodieCompactionPlan``
-(version 2, log file names per operation); the instants each operation compacts are kept
-in its ``extraMetadata`` under :data:`PLANNED_INSTANTS_KEY`.
+of a pending instant (it would land between the run's blocks when it completes). The plan
+is Hudi's ``HoodieCompactionPlan`` (version 2, log file names per operation); the instants
+each operation compacts are kept in its ``extraMetadata`` under
+:data:`PLANNED_INSTANTS_KEY`.
 
 **Execution.** :func:`execute_slice` merges the planned blocks of one slice (a pure
 function Spark executors run, one task per slice) into new blocks of a new log file:
@@ -19,14 +19,21 @@ function Spark executors run, one task per slice) into new blocks of a new log f
 data blocks (Hudi writes it after; before keeps a natural-order delete that wiped a key's
 earlier versions in front of the key's later record, see ``merge.MergedLog``); data is
 split into blocks of at most ``hoodie.logfile.data.block.max.size`` bytes (seed scenario
-3). The instant completes as a ``deltacommit`` with operation ``LOG_COMPACT``.
+3). Expression blocks (``SET c = c + 1`` on merge-on-read, ``expressions.py``) apply to
+whatever a key holds at their position, so they are not merged with plain blocks: the run
+is cut at them, each stretch of plain blocks is merged as above and each stretch of
+expression blocks of one kind becomes one expression block (their records in order), all
+in the compacted instant, in order. Those keep the expression marking and header key 1001:
+other readers still refuse the slice rather than misread it. The instant completes as a
+``deltacommit`` with operation ``LOG_COMPACT``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,8 +46,12 @@ from hudisql.table.expressions import block_expressions
 from hudisql.table.fsview import FileSlice, VisibleInstants
 from hudisql.table.instant import Action
 from hudisql.table.log.format import BlockType, HeaderKey, LogBlockInfo, block_identifier
-from hudisql.table.log.reader import scan_blocks, scan_log_file
-from hudisql.table.log.writer import encode_avro_data_block, encode_delete_block
+from hudisql.table.log.reader import decode_data_block, scan_blocks, scan_log_file
+from hudisql.table.log.writer import (
+    encode_avro_data_block,
+    encode_delete_block,
+    encode_parquet_data_block,
+)
 from hudisql.table.merge import merge_log_blocks
 from hudisql.table.properties import TableProperties
 from hudisql.table.reconcile import (
@@ -57,6 +68,7 @@ from hudisql.table.service_plans import (
     CompactionPlan,
     CompactionStrategy,
     compaction_plan,
+    int_setting,
 )
 from hudisql.table.storage import Storage
 from hudisql.table.timeline import Timeline
@@ -80,6 +92,9 @@ BLOCKS_THRESHOLD = "hoodie.log.compaction.blocks.threshold"
 SMALL_BLOCK_SIZE = "hudisql.log.compaction.small.block.size"
 BLOCK_MAX_SIZE = "hoodie.logfile.data.block.max.size"
 LOG_FILE_MAX_SIZE = "hoodie.logfile.max.size"
+BLOCK_FORMAT = "hoodie.logfile.data.block.format"
+#: Data block formats a log compaction writes (``hoodie.logfile.data.block.format``).
+BLOCK_FORMATS = ("parquet", "avro")
 #: ``extraMetadata`` key of a log compaction plan: ``{fileId: [instant, ...]}`` (JSON).
 PLANNED_INSTANTS_KEY = "hudisql.logCompactionInstants"
 #: ``operationType`` of a completed log compaction.
@@ -87,19 +102,6 @@ LOG_COMPACT_OPERATION = "LOG_COMPACT"
 
 _MERGED = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.HFILE_DATA, BlockType.DELETE)
 _MB = 1024 * 1024
-
-
-def _int_option(options: Mapping[str, str], key: str, default: int, minimum: int) -> int:
-    raw = options.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise TableServiceError(f"{key}={raw!r} must be an integer of at least {minimum}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,9 @@ class LogCompactionSettings:
     small_block_size: int = 8 * _MB
     max_block_size: int = 256 * _MB
     max_file_size: int = 1024 * _MB
+    #: The compacted data blocks' format: parquet (decoded by Arrow in one pass) unless
+    #: ``hoodie.logfile.data.block.format`` says avro.
+    block_format: str = "parquet"
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> LogCompactionSettings:
@@ -119,11 +124,17 @@ class LogCompactionSettings:
             TableServiceError: a value that is not a positive integer (threshold >= 2).
         """
         d = cls()
+        block_format = str(options.get(BLOCK_FORMAT, d.block_format)).strip().lower()
+        if block_format not in BLOCK_FORMATS:
+            raise TableServiceError(
+                f"{BLOCK_FORMAT}={options.get(BLOCK_FORMAT)!r}: log compaction writes "
+                f"{' or '.join(BLOCK_FORMATS)} data blocks")
         return cls(
-            _int_option(options, BLOCKS_THRESHOLD, d.blocks_threshold, 2),
-            _int_option(options, SMALL_BLOCK_SIZE, d.small_block_size, 1),
-            _int_option(options, BLOCK_MAX_SIZE, d.max_block_size, 1),
-            _int_option(options, LOG_FILE_MAX_SIZE, d.max_file_size, 1),
+            int_setting(options, BLOCKS_THRESHOLD, d.blocks_threshold, 2),
+            int_setting(options, SMALL_BLOCK_SIZE, d.small_block_size, 1),
+            int_setting(options, BLOCK_MAX_SIZE, d.max_block_size, 1),
+            int_setting(options, LOG_FILE_MAX_SIZE, d.max_file_size, 1),
+            block_format,
         )
 
 
@@ -148,6 +159,11 @@ class SliceRun:
     operation: CompactionOperation
     instants: list[str]
 
+    @property
+    def file_group(self) -> tuple[str, str]:
+        """``(partition, file id)`` of the slice's file group."""
+        return self.operation.file_group
+
 
 def slice_blocks(storage: Storage, file_slice: FileSlice) -> list[LogBlockInfo]:
     """Every block (header-only) of the slice's log files, in log order."""
@@ -169,7 +185,6 @@ def _units(verdicts: Sequence[BlockVerdict], small: int) -> list[_Unit]:
             unit = units.setdefault(instant, _Unit(instant, slots[instant]))
             unit.blocks.append(block)
             unit.size += block.length
-            unit.barrier |= block_expressions(block) is not None
         elif verdict.verdict == Verdict.NOT_VISIBLE:
             # Pending (or failed, not yet rolled back): it may yet become visible here.
             units[f"pending@{index}"] = _Unit(instant, index, barrier=True)
@@ -184,15 +199,17 @@ def plan_slice(
     file_slice: FileSlice,
     settings: LogCompactionSettings,
     visible: VisibleInstants | None = None,
+    reconcile: str = "full",
 ) -> SliceRun | None:
     """The log compaction of one slice, or None when it does not qualify (see module notes).
 
     Header-only: no block content is read. Runs on executors as well as on the driver.
+    ``reconcile``: as in ``hudisql.table.reconcile`` (``off`` for the metadata table).
     """
     if not file_slice.log_files:
         return None
     blocks = slice_blocks(storage, file_slice)
-    verdicts = judge_log_blocks(blocks, visible or VisibleInstants(timeline))
+    verdicts = judge_log_blocks(blocks, visible or VisibleInstants(timeline), reconcile)
     valid = sum(1 for v in verdicts if v.verdict == Verdict.VALID and v.block.block_type in _MERGED)
     if valid < settings.blocks_threshold:
         return None
@@ -207,22 +224,8 @@ def plan_slice(
         return None
     files = {b.log_file for u in best for b in u.blocks}
     logs = [log for log in file_slice.log_files if log.path in files]
-    size = float(sum(log.size for log in logs))
-    base = file_slice.base_file
-    operation = CompactionOperation(
-        file_id=file_slice.file_id,
-        partition_path=file_slice.partition_path,
-        base_instant_time=file_slice.base_instant,
-        delta_file_paths=[log.name for log in logs],
-        data_file_path=base.name if base is not None else None,
-        metrics={
-            "TOTAL_LOG_FILES": float(len(logs)),
-            "TOTAL_LOG_FILES_SIZE": size,
-            "TOTAL_IO_READ_MB": size / _MB,
-            "TOTAL_IO_WRITE_MB": size / _MB,
-            "TOTAL_IO_MB": 2 * size / _MB,
-        },
-    )
+    size = sum(log.size for log in logs) / _MB
+    operation = CompactionOperation.of_slice(file_slice, logs, size, size)
     return SliceRun(operation, [u.instant for u in reversed(best)])
 
 
@@ -284,14 +287,43 @@ def _clustering_groups(timeline: Timeline, instant_time: str) -> set[tuple[str, 
 # -- execution -----------------------------------------------------------------------------
 
 
-def _encode_data(records: pa.Table, schema_text: str, header: dict[HeaderKey, str],
-                 limit: int) -> list[pa.Table]:
-    """``records`` cut into pieces whose data blocks stay under ``limit`` bytes."""
-    if records.num_rows <= 1 or len(encode_avro_data_block(records, schema_text, header)) <= limit:
-        return [records]
+Encoder = Callable[[pa.Table, str, dict[HeaderKey, str]], bytes]
+
+
+def _encode_data(records: pa.Table, schema_text: str, header: Callable[[], dict[HeaderKey, str]],
+                 limit: int, encode: Encoder = encode_avro_data_block) -> list[bytes]:
+    """``records`` as data blocks of at most ``limit`` bytes each (cut in halves until they
+    fit; a single record is written whatever its size)."""
+    block = encode(records, schema_text, header())
+    if records.num_rows <= 1 or len(block) <= limit:
+        return [block]
     half = records.num_rows // 2
-    return (_encode_data(records.slice(0, half), schema_text, header, limit)
-            + _encode_data(records.slice(half), schema_text, header, limit))
+    return (_encode_data(records.slice(0, half), schema_text, header, limit, encode)
+            + _encode_data(records.slice(half), schema_text, header, limit, encode))
+
+
+def _marked(header: Callable[[str], dict[HeaderKey, str]], text: str,
+            ops: str) -> dict[HeaderKey, str]:
+    """An expression block's header: marked, so readers that do not know it refuse it."""
+    found = header(text)
+    found[HeaderKey.HUDISQL_EXPRESSIONS] = ops
+    return found
+
+
+def _segments(ordered: Sequence[LogBlockInfo]) -> list[tuple[bool, list[LogBlockInfo]]]:
+    """``ordered`` cut into runs of plain blocks (merged among themselves) and runs of
+    expression blocks of one kind (same schema and ops: concatenated), in order."""
+    out: list[tuple[bool, list[LogBlockInfo]]] = []
+    last_kind: object = None
+    for block in ordered:
+        ops = block_expressions(block)
+        kind: object = "plain" if ops is None else (block.schema, json.dumps(ops, sort_keys=True))
+        if out and kind == last_kind:
+            out[-1][1].append(block)
+        else:
+            out.append((ops is None, [block]))
+        last_kind = kind
+    return out
 
 
 def execute_slice(
@@ -319,7 +351,7 @@ def execute_slice(
         (all rolled back since the plan).
 
     Raises:
-        HudiSqlError: a planned block is an expression block or does not decode.
+        HudiSqlError: a planned block does not decode.
     """
     partition = operation.partition_path
     log_bytes: dict[str, bytes] = {}
@@ -337,47 +369,64 @@ def execute_slice(
         return None
     avro = with_meta_fields(json.loads(avro_schema))
     schema_text = avro_text(avro)
-    merged = merge_log_blocks(log_bytes, ordered, props, avro_to_arrow(avro), partition)
     replaced: list[str] = []
     for block in reversed(ordered):  # newest first, as Hudi lists them
         if block.instant_time not in replaced:
             replaced.append(str(block.instant_time))
     encoded: list[bytes] = []
 
-    def header() -> dict[HeaderKey, str]:
+    def header(text: str = schema_text) -> dict[HeaderKey, str]:
         return {
             HeaderKey.INSTANT_TIME: instant_time,
-            HeaderKey.SCHEMA: schema_text,
+            HeaderKey.SCHEMA: text,
             HeaderKey.COMPACTED_BLOCK_TIMES: ",".join(replaced),
             HeaderKey.BLOCK_IDENTIFIER: block_identifier(attempt, len(encoded)),
         }
 
-    if merged.deletes:
-        encoded.append(encode_delete_block(merged.deletes, header()))
-    if merged.records.num_rows:
-        pieces = _encode_data(merged.records, schema_text, header(), settings.max_block_size)
-        for piece in pieces:
-            encoded.append(encode_avro_data_block(piece, schema_text, header()))
+    encode: Encoder = (encode_parquet_data_block if settings.block_format == "parquet"
+                       else encode_avro_data_block)
+    records = deletes = 0
+    for plain, segment in _segments(ordered):
+        if plain:
+            merged = merge_log_blocks(log_bytes, segment, props, avro_to_arrow(avro), partition)
+            records += merged.records.num_rows
+            deletes += len(merged.deletes)
+            if merged.deletes:
+                encoded.append(encode_delete_block(merged.deletes, header()))
+            if merged.records.num_rows:
+                encoded.extend(_encode_data(merged.records, schema_text, header,
+                                            settings.max_block_size, encode))
+            continue
+        # Expression blocks of one kind, in order: one block whose records apply one after
+        # another, as they did (marked as the originals are: other readers refuse it).
+        first = segment[0]
+        text = str(first.schema)
+        rows = pa.concat_tables(decode_data_block(log_bytes[b.log_file], b) for b in segment)
+        records += rows.num_rows
+        ops = first.header[HeaderKey.HUDISQL_EXPRESSIONS]
+        encoded.extend(_encode_data(rows, text, functools.partial(_marked, header, text, ops),
+                                    settings.max_block_size))
     if not encoded:  # every planned record cancelled out: keep an empty block in their place
-        encoded.append(encode_avro_data_block(merged.records, schema_text, header()))
+        encoded.append(encode_avro_data_block(avro_to_arrow(avro).empty_table(), schema_text,
+                                              header()))
     written = create_log_files(
         storage, partition, operation.file_id, operation.base_instant_time, instant_time,
         write_token, encoded, settings.max_file_size,
     )
     total = sum(size for _, size in written)
-    first = posixpath.basename(written[0][0])
+    first_file = posixpath.basename(written[0][0])
     return WriteStat(
         file_id=operation.file_id,
         path=written[0][0],
         prev_commit=operation.base_instant_time,
-        num_writes=merged.records.num_rows,
-        num_deletes=len(merged.deletes),
-        num_update_writes=merged.records.num_rows,
+        num_writes=records,
+        num_deletes=deletes,
+        num_update_writes=records,
         num_inserts=0,
         total_write_bytes=total,
         partition_path=partition,
         file_size_in_bytes=total,
-        log_version=int(first.rsplit(".log.", 1)[1].split("_", 1)[0]),
+        log_version=int(first_file.rsplit(".log.", 1)[1].split("_", 1)[0]),
         log_offset=0,
         base_file=operation.data_file_path,
         log_files=[posixpath.basename(rel) for rel, _ in written],

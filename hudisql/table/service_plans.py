@@ -12,12 +12,13 @@ the container carries its schema, so readers resolve fields by name.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hudisql.errors import CorruptTableError
+from hudisql.errors import CorruptTableError, TableServiceError
 from hudisql.table.commit_metadata import read_avro_container, write_avro_container
+from hudisql.table.fsview import FileSlice, LogFile
 from hudisql.table.instant import Action, Instant, State
 from hudisql.table.timeline import Timeline
 
@@ -35,6 +36,7 @@ __all__ = [
     "CompactionStrategy",
     "clean_plan",
     "compaction_plan",
+    "int_setting",
 ]
 
 #: Plan version 2: ``deltaFilePaths`` and ``dataFilePath`` hold file names, not paths.
@@ -47,6 +49,27 @@ CLEANER_PLAN_VERSION = 2
 CLEAN_METADATA_VERSION = 2
 
 _NS = "org.apache.hudi.avro.model"
+
+
+def int_setting(options: Mapping[str, str], key: str, default: int, minimum: int,
+                too_small: str = "") -> int:
+    """A table service's integer setting ``key`` (``default`` when unset).
+
+    Raises:
+        TableServiceError: not an integer, or below ``minimum`` (``too_small`` says why
+            that matters; the default message names the minimum).
+    """
+    raw = options.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise TableServiceError(f"{key}={raw!r} is not an integer") from None
+    if value < minimum:
+        raise TableServiceError(
+            f"{key}={raw!r} {too_small or f'must be an integer of at least {minimum}'}")
+    return value
 
 
 def _opt(kind: Any, default: Any = None) -> dict[str, Any]:
@@ -172,6 +195,33 @@ class CompactionOperation:
     data_file_path: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     bootstrap_file_path: str | None = None
+
+    @property
+    def file_group(self) -> tuple[str, str]:
+        """``(partition, file id)`` of the slice's file group."""
+        return (self.partition_path, self.file_id)
+
+    @classmethod
+    def of_slice(cls, file_slice: FileSlice, logs: Sequence[LogFile],
+                 read_mb: float, write_mb: float) -> CompactionOperation:
+        """The operation over ``logs`` of ``file_slice`` (and its base file), with Hudi's
+        metrics; ``read_mb``/``write_mb`` beyond the logs' own size are the caller's."""
+        size = float(sum(log.size for log in logs))
+        base = file_slice.base_file
+        return cls(
+            file_id=file_slice.file_id,
+            partition_path=file_slice.partition_path,
+            base_instant_time=file_slice.base_instant,
+            delta_file_paths=[log.name for log in logs],
+            data_file_path=base.name if base is not None else None,
+            metrics={
+                "TOTAL_LOG_FILES": float(len(logs)),
+                "TOTAL_LOG_FILES_SIZE": size,
+                "TOTAL_IO_READ_MB": read_mb,
+                "TOTAL_IO_WRITE_MB": write_mb,
+                "TOTAL_IO_MB": read_mb + write_mb,
+            },
+        )
 
     def to_record(self) -> dict[str, Any]:
         """The Avro record."""

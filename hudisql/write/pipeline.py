@@ -417,7 +417,7 @@ class SparkWriter:
                 # The metadata table (when the table has one) commits with the data instant.
                 txn = Transaction(table, self.options, OPERATIONS[op],
                                   overwrite=OVERWRITES.get(op),
-                                  participants=participants_for(table))
+                                  participants=participants_for(table, self.options))
                 if self.on_step is not None:
                     txn.on_step = self.on_step
                 instant = txn.start()

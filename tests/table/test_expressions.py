@@ -213,3 +213,47 @@ def test_the_hudi_rs_reader_refuses_expression_blocks_until_compaction(tmp_path:
     rows = pa.Table.from_batches(hudi.HudiTable(str(tmp_path / "t")).read()).to_pylist()
     assert {r["id"]: (r["c"], r["name"]) for r in rows} == _read(table)
     assert _read(table)["k1"] == (15, "one")
+
+
+def test_log_compaction_keeps_expression_blocks_exact_and_other_readers_refusing(
+    tmp_path: Path,
+) -> None:
+    """A log compaction over a slice with expression blocks between plain ones gives the same
+    rows as of every instant; consecutive expression blocks of one kind become one block,
+    still marked, so hudi-rs still refuses the slice until a full compaction."""
+    from hudi import HudiTable as RsTable
+
+    from hudisql.services.compaction import run_compaction
+    from hudisql.services.log_compaction import run_log_compaction
+    from hudisql.table.log.format import HeaderKey
+    from hudisql.table.log.reader import scan_log_file
+
+    table = _table(tmp_path)
+    times = [
+        _commit(table, [{"id": "k1", "c": 1, "name": "a"}], None),
+        _commit(table, [{"id": "k1", "c": 5}, {"id": "k2", "c": 1}], {"c": "add"}),
+        # k4 has no row: an expression never inserts; k1 gets two adds in one run.
+        _commit(table, [{"id": "k1", "c": 2}, {"id": "k4", "c": 9}], {"c": "add"}),
+        _commit(table, [{"id": "k2", "c": 100, "name": "new"}], None),
+        _commit(table, [{"id": "k2", "name": "renamed"}], {"name": "set"}),
+        _commit(table, [{"id": "k1", "c": 3}, {"id": "k3", "c": 4}], {"c": "add"}),
+    ]
+    before = {t: _read(table, as_of=t) for t in times}
+    assert before[times[-1]] == {"k1": (11, "a"), "k2": (100, "renamed"), "k3": (None, "three")}
+    result = run_log_compaction(table.reload(), options={
+        "hoodie.log.compaction.blocks.threshold": "2"})
+    assert result is not None
+    table = table.reload()
+    assert {t: _read(table, as_of=t) for t in times} == before
+    assert _read(table) == before[times[-1]]
+    (stat,) = result.write_stats
+    blocks = scan_log_file(table.storage, stat.path)
+    kinds = [block.header.get(HeaderKey.HUDISQL_EXPRESSIONS) for block in blocks]
+    # plain, the two adds as one block, plain, the set, the last add.
+    assert kinds == [None, '{"c": "add"}', None, '{"name": "set"}', '{"c": "add"}']
+    assert all(block.compacted_block_times == list(reversed(times)) for block in blocks)
+    with pytest.raises(Exception, match="Invalid metadata key: 1001"):
+        RsTable(str(tmp_path / "t")).read()
+    assert run_compaction(table) is not None
+    rows = pa.Table.from_batches(RsTable(str(tmp_path / "t")).read()).to_pylist()
+    assert {r["id"]: (r["c"], r["name"]) for r in rows} == _read(table) == before[times[-1]]

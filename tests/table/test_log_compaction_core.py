@@ -58,7 +58,7 @@ def test_a_pending_block_breaks_the_run(tmp_path: Path) -> None:
     assert _plan(t) == list(reversed(TS[3:7]))
 
 
-def test_an_expression_block_and_a_large_block_break_the_run(tmp_path: Path) -> None:
+def test_a_large_block_breaks_the_run_an_expression_block_does_not(tmp_path: Path) -> None:
     t = _table(tmp_path)
     from hudisql.table.expressions import mark_expressions
 
@@ -72,8 +72,9 @@ def test_an_expression_block_and_a_large_block_break_the_run(tmp_path: Path) -> 
         else:
             t.write_log(t.data(ts, [("b", 6, ts)]))
     small = max(scan_log_file(t.storage, t.logs[0].path)[0].length * 2, 2000)
-    # Runs: T1-T3 | expr T4 | T5 | large T6 | T7-T8: the longest is T1-T3.
-    assert _plan(t, small_block_size=small) == list(reversed(TS[:3]))
+    # Runs: T1-T5 (the expression block T4 is kept as one in the compacted instant) |
+    # large T6 | T7-T8: the longest is T1-T5.
+    assert _plan(t, small_block_size=small) == list(reversed(TS[:5]))
 
 
 def _compact(t: SliceTable, instants: list[str]) -> LogFile:
@@ -116,7 +117,7 @@ def test_compaction_keeps_natural_order_deletes_that_wiped_a_key(
     assert before["a"] == (1, "t3-a") and "b" not in before
     log = _compact(t, list(reversed(TS[:5])))
     blocks = scan_log_file(t.storage, log.path)
-    assert [b.block_type for b in blocks] == [BlockType.DELETE, BlockType.AVRO_DATA]
+    assert [b.block_type for b in blocks] == [BlockType.DELETE, BlockType.PARQUET_DATA]
     assert {b.header[HeaderKey.COMPACTED_BLOCK_TIMES] for b in blocks} == {
         ",".join(reversed(TS[:5]))}
     _, report = t.merge()

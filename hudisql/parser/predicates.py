@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -22,9 +23,31 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from hudisql.errors import SqlParseError
-from hudisql.metadata.skipping_model import Predicate
 
-__all__ = ["parse_predicates"]
+#: The operators a :class:`Predicate` may have.
+OPERATORS = ("=", "<", "<=", ">", ">=", "in", "is_null", "is_not_null", "starts_with")
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """One conjunct of a filter: ``column op values`` (``values`` holds one literal for the
+    comparisons and ``starts_with``, the list for ``in``, nothing for the null tests)."""
+
+    column: str
+    op: str
+    values: tuple[Any, ...] = ()
+
+    def __str__(self) -> str:
+        if self.op in ("is_null", "is_not_null"):
+            return f"{self.column} {self.op.replace('_', ' ').upper()}"
+        if self.op == "in":
+            return f"{self.column} IN ({', '.join(repr(v) for v in self.values)})"
+        if self.op == "starts_with":
+            return f"startswith({self.column}, {self.values[0]!r})"
+        return f"{self.column} {self.op} {self.values[0]!r}"
+
+
+__all__ = ["OPERATORS", "Predicate", "parse_predicates"]
 
 _FLIPPED = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _COMPARISONS: dict[type[exp.Expression], str] = {

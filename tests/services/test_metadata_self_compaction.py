@@ -1,0 +1,50 @@
+"""Spark writes let the metadata table compact itself with the writer's options (issue 14,
+item 6): ``df.write`` upserts on a table with a record index, a secondary index and column
+stats, with ``hoodie.metadata.compact.max.delta.commits`` and
+``hoodie.metadata.log.compaction.enable`` among the write options; the metadata table
+compacts and log-compacts itself, stays exact, and hudi-rs reads the data table as hudisql
+does."""
+
+from __future__ import annotations
+
+from hudisql.metadata.table import MetadataTable
+from hudisql.session import HudiSession
+from hudisql.table.instant import Action
+from hudisql.table.table import HudiTable
+from tests.services.indexing import assert_exact, trips
+from tests.write.trips import rs_rows, spark_rows
+
+OPTIONS = {"hoodie.datasource.write.recordkey.field": "uuid",
+           "hoodie.datasource.write.precombine.field": "ts",
+           "hoodie.datasource.write.partitionpath.field": "city",
+           "hoodie.datasource.write.operation": "upsert",
+           "hoodie.metadata.compact.max.delta.commits": "3",
+           "hoodie.metadata.log.compaction.enable": "true",
+           "hoodie.metadata.log.compaction.blocks.threshold": "2"}
+
+
+def test_spark_writes_compact_the_metadata_table_with_their_options(
+    session: HudiSession,
+) -> None:
+    handle = trips(session)
+    session.sql("CREATE INDEX idx_rider ON trips (rider)")
+    session.sql("CREATE INDEX stats ON trips USING column_stats (fare, ts, rider)")
+    for n in range(6):
+        rows = [("a", 10 + n, f"r{n}", 1.5 + n, "sf"), (f"n{n}", 10 + n, "r1", 2.5, "la")]
+        writer = session.spark.createDataFrame(
+            rows, "uuid string, ts long, rider string, fare double, city string"
+        ).write.format("hudi").mode("append")
+        for key, value in OPTIONS.items():
+            writer = writer.option(key, value)
+        writer.save(handle.path)
+        assert_exact(handle.path)
+    mdt = MetadataTable(HudiTable.open(handle.path))
+    timeline = mdt.timeline
+    compactions = [i.timestamp for i in timeline.completed([Action.COMMIT])]
+    log_compactions = [i.timestamp for i in timeline.completed([Action.DELTACOMMIT])
+                       if any(f.action == Action.LOGCOMPACTION
+                              for f in timeline.instant_files(i.timestamp))]
+    assert compactions and all(c.endswith("001") for c in compactions)
+    assert log_compactions and all(c.endswith("005") for c in log_compactions)
+    assert rs_rows(handle) == spark_rows(handle)
+    assert session.sql("CALL validate_metadata_table(table => 'trips')").collect() == []
