@@ -9,6 +9,9 @@ the indexer's Spark tasks (``mapInArrow``) can return them and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -17,20 +20,45 @@ from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import MetadataPartitionType
 from hudisql.metadata.records import secondary_value
 
-__all__ = ["escape_secondary", "record_index_rows", "secondary_index_rows", "secondary_strings"]
+__all__ = [
+    "escape_secondary",
+    "record_index_rows",
+    "record_index_rows_at",
+    "secondary_index_keys",
+    "secondary_index_rows",
+    "secondary_key_rows",
+    "secondary_strings",
+]
 
 _PAYLOADS = ("filesystemMetadata", "BloomFilterMetadata", "ColumnStatsMetadata",
              "recordIndexMetadata", "SecondaryIndexMetadata")
 
 
+#: Per type, a long run of nulls that :func:`_repeat` slices (zero copy); grown as needed.
+_NULL_RUNS: dict[pa.DataType, pa.Array] = {}
+
+
+def _repeat(value: object, n: int, dtype: pa.DataType) -> pa.Array:
+    """``n`` copies of ``value``. Nulls are slices of a cached run made from one converted
+    null (a null struct keeps the child values ``pa.array`` gives it, which parquet accepts
+    for non-nullable children, unlike ``pa.nulls``)."""
+    if value is not None:
+        return pa.repeat(pa.scalar(value, dtype), n)
+    run = _NULL_RUNS.get(dtype)
+    if run is None or len(run) < n:
+        size = max(n, 2 * len(run) if run is not None else 1024)
+        run = pa.array([None], dtype).take(pa.array(np.zeros(size, dtype=np.int32)))
+        _NULL_RUNS[dtype] = run
+    return run.slice(0, n)
+
+
 def _rows(keys: pa.Array, record_type: int, payload: str, values: pa.StructArray) -> pa.Table:
     schema = S.arrow_schema()
     n = len(keys)
-    columns = [keys.cast(pa.string()), pa.array([record_type] * n, pa.int32())]
+    columns = [keys.cast(pa.string()), _repeat(record_type, n, pa.int32())]
     for name in _PAYLOADS:
         dtype = schema.field(name).type
-        # pa.array of Nones (not pa.nulls): non-nullable children get values parquet accepts.
-        columns.append(values.cast(dtype) if name == payload else pa.array([None] * n, dtype))
+        columns.append(values.cast(dtype) if name == payload else _repeat(None, n, dtype))
     return pa.Table.from_arrays(columns, schema=schema)
 
 
@@ -43,10 +71,16 @@ def _plain(array: pa.Array | pa.ChunkedArray) -> pa.Array:
 def record_index_rows(keys: pa.Array | pa.ChunkedArray, location: RecordLocation) -> pa.Table:
     """Record-index rows of ``keys``, all in one file group (``location``)."""
     keys = _plain(keys)
-    info = location.to_avro()
-    n = len(keys)
+    return record_index_rows_at(keys, [location], pa.array(np.zeros(len(keys), np.int32)))
+
+
+def record_index_rows_at(keys: pa.Array | pa.ChunkedArray,
+                         locations: Sequence[RecordLocation], which: pa.Array) -> pa.Table:
+    """Record-index rows of ``keys``: key ``i`` is in file group ``locations[which[i]]``."""
+    keys = _plain(keys)
     fields = S.arrow_schema().field("recordIndexMetadata").type
-    arrays = [pa.array([info[f.name]] * n, f.type) for f in fields]
+    infos = [location.to_avro() for location in locations]
+    arrays = [pa.array([info[f.name] for info in infos], f.type).take(which) for f in fields]
     return _rows(keys, MetadataPartitionType.RECORD_INDEX.record_type, "recordIndexMetadata",
                  pa.StructArray.from_arrays(arrays, fields=list(fields)))
 
@@ -70,14 +104,27 @@ def escape_secondary(text: pa.Array) -> pa.Array:
     return pc.fill_null(escaped, "\0")
 
 
+def secondary_index_keys(values: pa.Array | pa.ChunkedArray,
+                         keys: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+    """Secondary-index keys (``escape(value)$escape(record key)``) of (value, key) pairs,
+    and their value parts ``escape(value)$`` (what they route by)."""
+    keys = _plain(keys).cast(pa.string())
+    value_part = escape_secondary(secondary_strings(values))
+    joined = pc.binary_join_element_wise(value_part, escape_secondary(keys), "$")
+    return joined, pc.binary_join_element_wise(value_part, "", "$")
+
+
+def secondary_key_rows(joined: pa.Array | pa.ChunkedArray, deleted: bool = False) -> pa.Table:
+    """Secondary-index rows of secondary keys (see :func:`secondary_index_keys`)."""
+    joined = _plain(joined)
+    n = len(joined)
+    info = pa.StructArray.from_arrays([_repeat(deleted, n, pa.bool_())], ["isDeleted"])
+    return _rows(joined, MetadataPartitionType.SECONDARY_INDEX.record_type,
+                 "SecondaryIndexMetadata", info)
+
+
 def secondary_index_rows(
     values: pa.Array | pa.ChunkedArray, keys: pa.Array | pa.ChunkedArray, deleted: bool = False
 ) -> pa.Table:
     """Secondary-index rows for (value, record key) pairs."""
-    keys = _plain(keys).cast(pa.string())
-    text = secondary_strings(values)
-    joined = pc.binary_join_element_wise(escape_secondary(text), escape_secondary(keys), "$")
-    n = len(keys)
-    info = pa.StructArray.from_arrays([pa.array([deleted] * n, pa.bool_())], ["isDeleted"])
-    return _rows(joined, MetadataPartitionType.SECONDARY_INDEX.record_type,
-                 "SecondaryIndexMetadata", info)
+    return secondary_key_rows(secondary_index_keys(values, keys)[0], deleted)

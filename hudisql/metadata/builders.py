@@ -18,7 +18,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hudisql.errors import MetadataTableError
-from hudisql.metadata.arrow_records import record_index_rows, secondary_index_rows
+from hudisql.metadata.arrow_records import (
+    record_index_rows,
+    secondary_index_rows,
+    secondary_strings,
+)
 from hudisql.metadata.bloom import (
     DEFAULT_FPP,
     DEFAULT_MAX_ENTRIES,
@@ -26,8 +30,15 @@ from hudisql.metadata.bloom import (
     DYNAMIC_V0,
     BloomFilter,
 )
-from hudisql.metadata.column_stats import base_file_ranges, default_stats_columns, log_file_ranges
+from hudisql.metadata.column_stats import (
+    base_file_ranges,
+    default_stats_columns,
+    log_file_ranges,
+    log_file_rows,
+    table_ranges,
+)
 from hudisql.metadata.config import IndexDefinition, load_index_definitions
+from hudisql.metadata.expressions import IndexExpression
 from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import (
     DEFAULT_FILE_GROUP_COUNT,
@@ -61,12 +72,14 @@ __all__ = [
     "bloom_filter_records",
     "build_partition_records",
     "committed_files",
+    "expression_index_records",
     "file_group_count",
     "index_spec",
     "record_index_records",
     "record_index_slice_rows",
     "secondary_index_records",
     "secondary_index_slice_rows",
+    "slice_columns",
 ]
 
 RECORD_KEY, PARTITION_PATH = META_COLUMNS[2], META_COLUMNS[3]
@@ -90,12 +103,26 @@ class DataFile:
 
 @dataclass(frozen=True)
 class IndexSpec:
-    """What one metadata partition indexes: its columns (``source_fields``)."""
+    """What one metadata partition indexes: its columns (``source_fields``); for an
+    expression index also its type (``column_stats`` or ``bloom_filters``) and function."""
 
     partition: str
     kind: MetadataPartitionType
     source_fields: tuple[str, ...] = field(default=())
     options: Mapping[str, str] = field(default_factory=dict)
+    index_type: str = ""
+    function: str = "identity"
+
+    def expression(self) -> IndexExpression:
+        """The function of an expression index, its options checked.
+
+        Raises:
+            MetadataTableError: a function or option hudisql does not compute.
+        """
+        try:
+            return IndexExpression.of(self.function, self.options)
+        except MetadataTableError as exc:
+            raise MetadataTableError(f"expression index {self.partition}: {exc}") from None
 
     def bloom_filter(self) -> BloomFilter:
         """An empty bloom filter as this index's options (Hudi's names) ask for."""
@@ -144,8 +171,15 @@ def index_spec(
             f"index {partition} of table {table.name} names columns {missing} the table does "
             f"not have (columns: {data_columns})"
         )
+    if spec.kind == MetadataPartitionType.EXPRESSION_INDEX and (found is None or len(fields) != 1):
+        raise MetadataTableError(
+            f"expression index {partition} of table {table.name} needs a definition in "
+            "index.json naming one column; drop it and create it again")
     options = dict(found.index_options) if found is not None else {}
-    return IndexSpec(partition, spec.kind, tuple(fields), options)
+    if found is None:
+        return IndexSpec(partition, spec.kind, tuple(fields), options)
+    return IndexSpec(partition, spec.kind, tuple(fields), options,
+                     found.index_type.lower(), found.index_function.lower())
 
 
 def file_group_count(kind: MetadataPartitionType, record_count: int = 0) -> int:
@@ -282,6 +316,54 @@ def bloom_filter_records(
     return out
 
 
+def _file_values(table: HudiTable, f: DataFile, column: str) -> pa.Array | None:
+    """The values of ``column`` in one committed data file, as Hudi's file reader gives them
+    for an expression index (a base file without the column: nulls); None when the file has
+    no data records, or its records hold operands of ``column`` (expression blocks)."""
+    if f.is_log:
+        rows, operands = log_file_rows(table.storage, f.path, f.instant_time)
+        if rows is None or column in operands:
+            return None
+        if column not in rows.column_names:
+            return pa.nulls(rows.num_rows, table.schema.field(column).type)
+        return rows.column(column).combine_chunks()
+    parquet = pq.ParquetFile(table.storage.open_input_file(f.path))
+    if parquet.schema_arrow.get_field_index(column) < 0:
+        return pa.nulls(parquet.metadata.num_rows, table.schema.field(column).type)
+    return parquet.read(columns=[column]).column(column).combine_chunks()
+
+
+def expression_index_records(
+    table: HudiTable, files: Sequence[DataFile], spec: IndexSpec
+) -> list[Record]:
+    """An expression index's records of committed data files (base and log files alike).
+
+    As Hudi's ``SparkMetadataWriterUtils``: per file with records, ``column_stats`` keeps
+    the range of the expression's values under the source column's name (sizes: the file's,
+    and twice that uncompressed); ``bloom_filters`` a bloom filter of their text (Java
+    ``toString``; nulls left out), keyed like the column_stats / bloom_filters partitions.
+    """
+    column = spec.source_fields[0]
+    expression = spec.expression()
+    out: list[Record] = []
+    for f in files:
+        values = _file_values(table, f, column)
+        if values is None or not len(values):
+            continue
+        result = expression.apply(values)
+        if spec.index_type == "bloom_filters":
+            text = secondary_strings(result.drop_null())
+            bloom = spec.bloom_filter().add(text.to_pylist())
+            out.append(bloom_filter_record(f.partition_path, f.name, f.instant_time,
+                                           bloom.filter_type, bloom.to_bytes()))
+            continue
+        for found in table_ranges(pa.table({column: result}), [column]):
+            sized = ColumnRange(found.column, found.kind, found.min_value, found.max_value,
+                                found.null_count, found.value_count, f.size, 2 * f.size)
+            out.append(column_stats_record(f.partition_path, f.name, sized))
+    return out
+
+
 def _latest_slices(table: HudiTable, as_of: str | None = None) -> list[FileSlice]:
     view = FileSystemView(table.storage, table.properties, table.timeline, as_of)
     return view.latest_file_slices()
@@ -292,6 +374,14 @@ def _slice_rows(
 ) -> pa.Table:
     return read_file_slice(table.storage, table.properties, table.timeline, file_slice, as_of,
                            columns=[RECORD_KEY, *columns], schema=table.schema)
+
+
+def slice_columns(
+    table: HudiTable, file_slice: FileSlice, columns: Sequence[str], as_of: str | None = None
+) -> pa.Table:
+    """The record keys and ``columns`` of one file slice's merged rows (an indexer task's
+    read)."""
+    return _slice_rows(table, file_slice, columns, as_of)
 
 
 def record_index_records(
@@ -360,6 +450,8 @@ def build_partition_records(
                                        spec.source_fields)
     if kind == MetadataPartitionType.BLOOM_FILTERS:
         return bloom_filter_records(table, committed_files(table, as_of=as_of), spec)
+    if kind == MetadataPartitionType.EXPRESSION_INDEX:
+        return expression_index_records(table, committed_files(table, as_of=as_of), spec)
     slices = _latest_slices(table, as_of)
     if kind == MetadataPartitionType.RECORD_INDEX:
         return [r for s in slices for r in record_index_records(table, s, as_of)]

@@ -29,6 +29,7 @@ __all__ = [
     "base_file_ranges",
     "default_stats_columns",
     "log_file_ranges",
+    "log_file_rows",
     "table_ranges",
 ]
 
@@ -118,18 +119,20 @@ def base_file_ranges(storage: Storage, rel: str, columns: Sequence[str]) -> list
     return out
 
 
-def log_file_ranges(
-    storage: Storage, rel: str, columns: Sequence[str], instant_time: str | None = None
-) -> list[ColumnRange]:
-    """Statistics of ``columns`` over the records of a log file's data blocks.
+def log_file_rows(
+    storage: Storage, rel: str, instant_time: str | None = None
+) -> tuple[pa.Table | None, set[str]]:
+    """The records of a log file's data blocks, and the operand columns of its expression
+    blocks (``SET c = c + x``: those columns hold operands, not values).
 
     Args:
         instant_time: only blocks of this instant (a log file holds one write's blocks).
+
+    Returns:
+        (the records, or None when the file has no data block; the operand columns).
     """
     data = storage.read_bytes(rel)
     tables = []
-    # An expression block's records hold operands (``SET c = c + x``), not values: its
-    # columns get no statistics (a reader then cannot prune the file on them).
     operands: set[str] = set()
     for block in scan_blocks(data, posixpath.basename(rel)):
         if block.is_corrupt or block.block_type not in (BlockType.AVRO_DATA,
@@ -140,6 +143,20 @@ def log_file_ranges(
         operands.update(block_expressions(block) or {})
         tables.append(decode_data_block(data, block))
     if not tables:
+        return None, operands
+    return pa.concat_tables(tables, promote_options="default"), operands
+
+
+def log_file_ranges(
+    storage: Storage, rel: str, columns: Sequence[str], instant_time: str | None = None
+) -> list[ColumnRange]:
+    """Statistics of ``columns`` over the records of a log file's data blocks.
+
+    Args:
+        instant_time: only blocks of this instant (a log file holds one write's blocks).
+    """
+    merged, operands = log_file_rows(storage, rel, instant_time)
+    if merged is None:
         return []
-    merged = pa.concat_tables(tables, promote_options="default")
+    # An expression block's columns get no statistics (a reader then cannot prune on them).
     return table_ranges(merged, [c for c in columns if c not in operands])

@@ -28,6 +28,7 @@ from hudisql.metadata.builders import (
     IndexSpec,
     bloom_filter_records,
     committed_files,
+    expression_index_records,
     file_ranges,
     index_spec,
 )
@@ -42,6 +43,7 @@ from hudisql.metadata.partitions import MetadataPartitionType
 from hudisql.metadata.records import (
     ColumnRange,
     PartitionUpdate,
+    Record,
     SharedRecords,
     all_partitions_record,
     bloom_filter_record,
@@ -133,6 +135,9 @@ def commit_updates(
                                   if r.column in spec.source_fields)
         elif spec.kind == _T.BLOOM_FILTERS:
             update.records.extend(bloom_filter_records(table, files, spec))
+        elif spec.kind == _T.EXPRESSION_INDEX:
+            _check_kept(table, spec, instant_time)
+            update.records.extend(expression_index_records(table, files, spec))
         elif spec.kind == _T.PARTITION_STATS:
             new = {f: ranges_of(f, stats_columns) for f in files}
             touched = sorted({f.partition_path for f in files})
@@ -162,6 +167,22 @@ def stats_columns(table: HudiTable, partitions: Sequence[str]) -> list[str]:
     and partition stats); a writer that computes them passes them as ``file_stats``."""
     defs = load_index_definitions(table)
     return _stats_columns([index_spec(table, p, defs) for p in partitions])
+
+
+def _check_kept(table: HudiTable, spec: IndexSpec, instant_time: str) -> None:
+    """Refuse to commit past an expression index hudisql cannot keep (one Apache Hudi made
+    on a function hudisql does not compute): left alone it would go stale.
+
+    Raises:
+        MetadataTableError: the index's function or options are not ones hudisql computes.
+    """
+    try:
+        spec.expression()
+    except MetadataTableError as exc:
+        raise MetadataTableError(
+            f"table {table.name}: hudisql does not keep metadata partition {spec.partition} "
+            f"({exc}); instant {instant_time} is not committed. Drop that index (DROP INDEX) "
+            "or write with Apache Hudi") from None
 
 
 def _files_update(files: Sequence[DataFile], metadata: CommitMetadata) -> PartitionUpdate:
@@ -346,7 +367,19 @@ def deleted_files_updates(
                                     deleted=True)
                 for p, names in sorted(deleted.items()) for name in names
                 if BaseFileName.parse(name) is not None)
+        elif spec.kind == _T.EXPRESSION_INDEX:
+            update.records.extend(_expression_deletes(spec, deleted))
         elif spec.kind == _T.PARTITION_STATS:
             touched = sorted(p for p, names in deleted.items() if names)
             update.extend(_partition_stats(table, spec, touched, {}, deleted))
     return out
+
+
+def _expression_deletes(spec: IndexSpec, deleted: Mapping[str, Sequence[str]]) -> list[Record]:
+    """An expression index's records saying data files (base and log) were deleted."""
+    if spec.index_type == "bloom_filters":
+        filter_type = spec.bloom_filter().filter_type
+        return [bloom_filter_record(p, name, "", filter_type, b"", deleted=True)
+                for p, names in sorted(deleted.items()) for name in names]
+    return [column_stats_delete(p, name, spec.source_fields[0])
+            for p, names in sorted(deleted.items()) for name in names]

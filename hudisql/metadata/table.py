@@ -314,14 +314,20 @@ class MetadataTable:
                 f"rows given for file group {file_id} of metadata partition {partition} are "
                 "not in the metadata base file shape (hudisql.metadata.schema.arrow_schema)"
             )
-        rows = rows.sort_by("key")
+        keys = rows.column("key")
+        if rows.num_rows > 1 and not pc.all(pc.less_equal(
+                keys.slice(0, rows.num_rows - 1), keys.slice(1))).as_py():
+            rows = rows.sort_by("key")  # a costly take over every column: only when needed
         name = BaseFileName(file_id, BUILD_TOKEN, instant_time).format()
         rel = posixpath.join(partition, name)
         sink = io.BytesIO()
         # Row groups of about a megabyte: a lookup by key decodes only the row groups
-        # whose key range holds it (rows are sorted by key), not the whole file.
+        # whose key range holds it (rows are sorted by key), not the whole file. Statistics
+        # of the key only (what lookups prune by), no dictionaries but the record type's:
+        # half the write time of the defaults, and smaller files.
         pq.write_table(rows, sink, compression="zstd", store_schema=False,
-                       row_group_size=_row_group_rows(rows))
+                       row_group_size=_row_group_rows(rows), use_dictionary=["type"],
+                       write_statistics=["key"])
         data = sink.getvalue()
         write_marker(self.storage, instant_time, partition, name, "CREATE")
         self.storage.delete(rel)

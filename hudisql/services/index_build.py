@@ -6,42 +6,51 @@ initialization instant (``<base instant>010``, the next free suffix when a parti
 already used it), partitions built from the data table as Spark jobs, coverage of a data
 instant by a metadata deltacommit, and dropping partitions.
 
-A build is two stages of Spark jobs, each a ``mapInArrow`` over task numbers: no metadata
-row crosses into the JVM. Stage 1 has one task per unit of work calling the metadata
-builders on executors: a latest file slice (record and secondary indexes, rows built
-column-wise in the metadata base-file shape) or a data partition (files, column stats,
-partition stats: records per committed file). Each task routes its rows to their file
-groups and stages one parquet piece per file group under
-``.hoodie/.temp/<init instant>/index``; units run in batches (one job each) so progress is
-reported as they finish. Stage 2 has one task per file group: it reads the group's pieces,
-merges the records of one key by Hudi's payload rules and writes the group's base file.
-The driver only plans and completes the metadata instant.
+A build is one Spark job of two stages, each a ``mapInArrow``: no metadata row crosses
+into the JVM as a row. The first stage has one task per unit of work calling the metadata
+builders on executors: a latest file slice (record and secondary indexes: the slice's
+record keys, or its secondary keys, are all it sends) or a data partition (files, column
+stats, bloom filters, partition stats, expression indexes: records per committed file).
+Each task routes what it made to its file groups and hands the shuffle one Arrow IPC piece
+per file group. The second stage has one task per file group (a hash partitioning of the
+group numbers): it sorts the group's keys, builds the rows column-wise, merges the records
+of one key by Hudi's payload rules and writes the group's base file. The driver plans,
+writes base files for groups no row went to, completes the metadata instant, and reports
+progress while the job runs from the markers the first stage's tasks leave per unit.
 """
 
 from __future__ import annotations
 
-import io
-import math
+import contextlib
+import os
 import posixpath
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from hudisql.errors import IndexingError
+from hudisql.errors import IndexingError, MetadataTableError
 from hudisql.metadata import schema as S
+from hudisql.metadata.arrow_records import (
+    record_index_rows_at,
+    secondary_index_keys,
+    secondary_key_rows,
+)
 from hudisql.metadata.builders import (
+    RECORD_KEY,
+    bloom_filter_records,
     column_stats_records,
     committed_files,
+    expression_index_records,
     file_group_count,
     files_records,
     index_spec,
     partition_stats_records,
-    record_index_slice_rows,
-    secondary_index_slice_rows,
+    slice_columns,
 )
 from hudisql.metadata.commit_update import commit_updates
 from hudisql.metadata.config import (
@@ -49,10 +58,13 @@ from hudisql.metadata.config import (
     load_index_definitions,
     save_index_definitions,
 )
+from hudisql.metadata.expressions import IndexExpression
+from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import (
     EXPR_INDEX_PREFIX,
     SECONDARY_INDEX_PREFIX,
     MetadataPartitionType,
+    file_group_indexes,
     partition_spec,
 )
 from hudisql.metadata.records import Record, merge_records
@@ -76,13 +88,30 @@ __all__ = [
     "new_definition",
 ]
 
-#: Units of work per Spark job of stage 1 (at least; more when there are many units).
-MIN_BATCH_UNITS = 8
-MAX_BATCHES = 10
+#: At most this many tasks per stage of the build job.
+MAX_TASKS = 200
+#: Data a first-stage task reads at most before the build uses more tasks than slots
+#: (Spark's ``spark.sql.files.maxPartitionBytes`` default).
+BYTES_PER_TASK = 128 << 20
+#: Task slots assumed when the session does not say (a cluster master, no parallelism set).
+DEFAULT_SLOTS = 8
+#: How often (seconds) the driver counts the units done while the build job runs.
+PROGRESS_INTERVAL = 0.5
+_STATS_SCHEMA = pa.schema([("path", pa.string()), ("file_id", pa.string()),
+                           ("partition", pa.string()), ("rows", pa.int64()),
+                           ("bytes", pa.int64())])
 _STATS = "path string, file_id string, partition string, rows long, bytes long"
+_PIECES_SCHEMA = pa.schema([("target", pa.int32()), ("unit", pa.int32()),
+                            ("rows", pa.int64()), ("piece", pa.binary())])
+_PIECES = "target int, unit int, rows long, piece binary"
+#: A piece column: what the rows route by, when the unit made it (dropped before sending).
+_ROUTE = "route"
+#: Partitions whose pieces travel as their keys only (the rows are built by the writer).
+_BY_KEY = (MetadataPartitionType.RECORD_INDEX, MetadataPartitionType.SECONDARY_INDEX)
 #: Per data partition: these partition types build from the committed files.
 _PER_DATA_PARTITION = (MetadataPartitionType.FILES, MetadataPartitionType.COLUMN_STATS,
                        MetadataPartitionType.PARTITION_STATS,
+                       MetadataPartitionType.BLOOM_FILTERS,
                        MetadataPartitionType.EXPRESSION_INDEX)
 
 ProgressCallback = Callable[[int, int], None]
@@ -98,34 +127,33 @@ class PartitionRequest:
 
 def new_definition(partition: str, index_type: str, columns: Sequence[str],
                    options: Mapping[str, str]) -> IndexDefinition:
-    """The index.json definition of a named index (``expr`` becomes the index function)."""
+    """The index.json definition of a named index, as Hudi 1.x writes it: ``expr`` (default
+    ``identity``) is the index function, and the options are kept whole."""
     function = next((v for k, v in options.items() if k.lower() == "expr"), "identity")
-    rest = {k: v for k, v in options.items() if k.lower() != "expr"}
-    return IndexDefinition(partition, index_type, tuple(columns), function.lower(), rest)
+    return IndexDefinition(partition, index_type, tuple(columns), function.lower(),
+                           dict(options))
 
 
 def check_buildable(request: PartitionRequest, label: str | None = None) -> None:
     """Refuse, before anything is written, an index hudisql cannot build.
 
     Raises:
-        IndexingError: a bloom filter or non-identity expression index (the message starts
-            with ``label``, default the partition's name).
+        IndexingError: an expression index on a function (or with options) hudisql does not
+            compute exactly (the message starts with ``label``, default the partition's name).
     """
     definition = request.definition
     kind = partition_spec(request.partition).kind
-    if kind == MetadataPartitionType.BLOOM_FILTERS or (
-            kind == MetadataPartitionType.EXPRESSION_INDEX and definition is not None and (
-                definition.index_type != "column_stats"
-                or definition.index_function != "identity")):
-        what = kind.partition_path
-        if definition is not None:
-            what = definition.index_type
-            if definition.index_function != "identity":
-                what += f" (expression {definition.index_function})"
+    if kind != MetadataPartitionType.EXPRESSION_INDEX or definition is None:
+        return
+    where = label or f"index {request.partition}"
+    if definition.index_type not in ("column_stats", "bloom_filters"):
         raise IndexingError(
-            f"{label or 'index ' + request.partition}: hudisql does not build {what} indexes "
-            "yet; use USING column_stats on plain columns, a secondary index or the record "
-            "index")
+            f"{where}: an expression index is USING column_stats or bloom_filters, not "
+            f"{definition.index_type}")
+    try:
+        IndexExpression.of(definition.index_function, definition.index_options)
+    except MetadataTableError as exc:
+        raise IndexingError(f"{where}: {exc}") from None
 
 
 # ----------------------------------------------------------------------------- executors
@@ -142,20 +170,17 @@ class _Unit:
 
 def _unit_rows(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDefinition]
                ) -> pa.Table:
-    """The metadata rows (base-file shape) of one unit (runs on an executor).
-
-    Record and secondary index rows are built column-wise from the slice's keys and values;
-    the file-based partitions' few records per data partition come from the dict builders.
-    """
+    """The metadata rows (base-file shape) of one data-partition unit (runs on an executor):
+    the file-based partitions' few records per data partition, from the dict builders."""
     spec = index_spec(table, unit.partition, definitions)
     kind = spec.kind
-    if unit.file_slice is not None:
-        if kind == MetadataPartitionType.RECORD_INDEX:
-            return record_index_slice_rows(table, unit.file_slice)
-        return secondary_index_slice_rows(table, unit.file_slice, spec.source_fields[0])
     files = committed_files(table, [unit.data_partition])
     if kind == MetadataPartitionType.FILES:
         records = files_records(files, [unit.data_partition])
+    elif kind == MetadataPartitionType.BLOOM_FILTERS:
+        records = bloom_filter_records(table, files, spec)
+    elif kind == MetadataPartitionType.EXPRESSION_INDEX:
+        records = expression_index_records(table, files, spec)
     elif kind == MetadataPartitionType.PARTITION_STATS:
         records = partition_stats_records(table, files, spec.source_fields)
     else:
@@ -163,39 +188,108 @@ def _unit_rows(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDef
     return S.to_parquet_rows(records)
 
 
-def _piece_path(staging: str, partition: str, fg: int, unit: int) -> str:
-    return f"{staging}/{partition}/{fg:05d}/{unit:07d}.parquet"
+def _unit_piece(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDefinition]
+                ) -> pa.Table:
+    """What a unit sends to the file groups' writers: for the record and secondary indexes
+    only the keys (``key``: record keys, or secondary keys) of the slice, else the rows."""
+    if unit.file_slice is None:
+        return _unit_rows(table, unit, definitions)
+    spec = index_spec(table, unit.partition, definitions)
+    if spec.kind == MetadataPartitionType.RECORD_INDEX:
+        keys = slice_columns(table, unit.file_slice, []).column(RECORD_KEY)
+        return pa.table({"key": keys})
+    column = spec.source_fields[0]
+    found = slice_columns(table, unit.file_slice, [column])
+    keys, routes = secondary_index_keys(found.column(column), found.column(RECORD_KEY))
+    return pa.table({"key": keys, _ROUTE: routes})
 
 
-def _stage_rows(path: str, staging: str, units: list[_Unit], first: int,
+def _group_rows(partition: str, pieces: Sequence[tuple[int, pa.Table]], units: Sequence[_Unit]
+                ) -> pa.Table:
+    """One file group's rows from its pieces, each key once, sorted by key when the pieces
+    are keys (the record index's locations from their units)."""
+    kind = partition_spec(partition).kind
+    if kind not in _BY_KEY:
+        return _merged_rows(pa.concat_tables([t for _, t in pieces]).cast(S.arrow_schema()))
+    keys = pa.concat_arrays([t.column("key").combine_chunks().cast(pa.string())
+                             for _, t in pieces])
+    order = pc.sort_indices(keys)
+    keys = keys.take(order)
+    if kind == MetadataPartitionType.SECONDARY_INDEX:
+        return _merged_rows(secondary_key_rows(keys), keys_sorted=True)
+    slots = sorted({u for u, _ in pieces})
+    slot_of = {u: i for i, u in enumerate(slots)}
+    which = np.concatenate([np.full(t.num_rows, slot_of[u], np.int32) for u, t in pieces])
+    locations = []
+    for u in slots:
+        found = units[u].file_slice
+        assert found is not None
+        locations.append(RecordLocation(found.partition_path, found.file_id,
+                                        found.base_instant))
+    rows = record_index_rows_at(keys, locations, pa.array(which).take(order))
+    return _merged_rows(rows, keys_sorted=True)
+
+
+def _ipc(rows: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, rows.schema) as writer:
+        writer.write_table(rows)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _stage_rows(path: str, staging: str, units: list[_Unit], targets: Mapping[tuple[str, int], int],
                 groups: Mapping[str, int], definitions: Mapping[str, IndexDefinition]
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The stage-1 task: the rows of the units it is given, one staged parquet piece per
-    file group they route to (Arrow all the way: no row crosses into the JVM)."""
+    """The first stage's task: the rows of the units it is given, routed to their file
+    groups; one output row per (unit, file group) with the rows as Arrow IPC bytes (the
+    shuffle takes them to the file group's writer). A unit done leaves a marker in
+    ``staging`` (the driver counts them for progress)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = HudiTable.open(path)
         for batch in batches:
             for index in batch.column(0).to_pylist():
                 unit = units[int(index)]
-                rows = _unit_rows(table, unit, definitions)
+                rows = _unit_piece(table, unit, definitions)
+                out: dict[str, list[object]] = {"target": [], "unit": [], "rows": [],
+                                                "piece": []}
                 if rows.num_rows:
-                    # The partition's own routing (secondary keys by their value part).
-                    fgs = pa.array(partition_spec(unit.partition).route(
-                        rows.column("key"), groups[unit.partition]))
-                    for fg in pc.unique(fgs).to_pylist():
-                        sink = io.BytesIO()
-                        pq.write_table(rows.filter(pc.equal(fgs, fg)), sink)
-                        table.storage.write_bytes(
-                            _piece_path(staging, unit.partition, fg, first + int(index)),
-                            sink.getvalue())
-                yield pa.RecordBatch.from_pylist([{"rows": rows.num_rows}])
+                    # The partition's own routing (secondary keys by their value part);
+                    # rows ordered by file group once, then cut into zero-copy slices.
+                    if _ROUTE in rows.column_names:  # secondary keys' value parts, as made
+                        fgs = file_group_indexes(rows.column(_ROUTE), groups[unit.partition])
+                        rows = rows.drop_columns([_ROUTE])
+                    else:
+                        fgs = partition_spec(unit.partition).route(rows.column("key"),
+                                                                   groups[unit.partition])
+                    order = np.argsort(fgs, kind="stable")
+                    ordered = rows.take(pa.array(order))
+                    found, starts, counts = np.unique(fgs[order], return_index=True,
+                                                      return_counts=True)
+                    for fg, start, count in zip(found.tolist(), starts.tolist(),
+                                                counts.tolist(), strict=True):
+                        out["target"].append(targets[(unit.partition, fg)])
+                        out["unit"].append(int(index))
+                        out["rows"].append(count)
+                        out["piece"].append(_ipc(ordered.slice(start, count)))
+                table.storage.write_bytes(f"{staging}/{int(index):07d}", b"")
+                yield pa.RecordBatch.from_pydict(out, schema=_PIECES_SCHEMA)
     return run
 
 
-def _merged_rows(rows: pa.Table) -> pa.Table:
-    """Rows of one file group with each key once: records of one key merged (Hudi's rules)."""
-    if pc.count_distinct(rows.column("key")).as_py() == rows.num_rows:
+def _merged_rows(rows: pa.Table, keys_sorted: bool = False) -> pa.Table:
+    """Rows of one file group with each key once: records of one key merged (Hudi's rules).
+
+    ``keys_sorted``: the rows are in key order, so neighbours tell whether a key repeats
+    (far cheaper than counting distinct keys)."""
+    keys = rows.column("key")
+    n = rows.num_rows
+    if n < 2:
+        return rows
+    if keys_sorted:
+        if pc.all(pc.not_equal(keys.slice(0, n - 1), keys.slice(1))).as_py():
+            return rows
+    elif pc.count_distinct(keys).as_py() == n:
         return rows
     merged: dict[str, Record] = {}
     for record in S.from_parquet_rows(rows):
@@ -204,30 +298,89 @@ def _merged_rows(rows: pa.Table) -> pa.Table:
     return S.to_parquet_rows(list(merged.values()))
 
 
-def _write_groups(path: str, staging: str, groups: list[tuple[str, int, str]],
+def _write_groups(path: str, groups: list[tuple[str, int, str]], units: Sequence[_Unit],
                   instant_time: str
                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The stage-2 task: the base file of each file group it is given, from its pieces."""
+    """The second stage's task: the base file of each file group whose pieces it is given."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = HudiTable.open(path)
-        mdt = MetadataTable(table)
+        pieces: dict[int, list[tuple[int, pa.Table]]] = {}
         for batch in batches:
-            for index in batch.column(0).to_pylist():
-                partition, fg, file_id = groups[int(index)]
-                folder = f"{staging}/{partition}/{fg:05d}"
-                pieces = [pq.read_table(io.BytesIO(table.storage.read_bytes(f.path)))
-                          for f in (table.storage.list_dir(folder)
-                                    if table.storage.exists(folder) else [])
-                          if f.name.endswith(".parquet")]
-                rows = (pa.concat_tables(pieces).cast(S.arrow_schema()) if pieces
-                        else S.to_parquet_rows([]))
-                stat = mdt.write_base_file(partition, file_id, _merged_rows(rows),
-                                           instant_time)
-                yield pa.RecordBatch.from_pylist([{
-                    "path": stat.path, "file_id": stat.file_id, "partition": partition,
-                    "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}])
+            for target, unit, blob in zip(batch.column("target").to_pylist(),
+                                          batch.column("unit").to_pylist(),
+                                          batch.column("piece").to_pylist(), strict=True):
+                pieces.setdefault(int(target), []).append(
+                    (int(unit), pa.ipc.open_stream(blob).read_all()))
+        if not pieces:
+            return
+        mdt = MetadataTable(HudiTable.open(path))
+        for target, found in sorted(pieces.items()):
+            partition, _, file_id = groups[target]
+            rows = _group_rows(partition, found, units)
+            stat = mdt.write_base_file(partition, file_id, rows, instant_time)
+            yield pa.RecordBatch.from_pylist([{
+                "path": stat.path, "file_id": stat.file_id, "partition": partition,
+                "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}],
+                schema=_STATS_SCHEMA)
     return run
+
+
+def task_slots(spark: SparkSession) -> int:
+    """How many tasks the session runs at once, from its configuration (no Spark internals:
+    ``spark.default.parallelism``, a ``local[N]`` master, or executors times cores)."""
+    def conf(key: str) -> str | None:
+        with contextlib.suppress(Exception):
+            return spark.conf.get(key, None)
+        return None
+
+    for value in (conf("spark.default.parallelism"),):
+        if value and value.isdigit():
+            return max(1, int(value))
+    master = (conf("spark.master") or "").strip()
+    if master.startswith("local"):
+        inner = master[master.find("[") + 1:master.find("]")] if "[" in master else "1"
+        count = inner.split(",")[0].strip()
+        if count == "*":
+            return os.cpu_count() or 1
+        return max(1, int(count)) if count.isdigit() else 1
+    executors, cores = conf("spark.executor.instances"), conf("spark.executor.cores")
+    if executors and cores and executors.isdigit() and cores.isdigit():
+        return max(1, int(executors) * int(cores))
+    return DEFAULT_SLOTS
+
+
+def _unit_bytes(unit: _Unit) -> int:
+    """About how much a unit reads: its slice's files (a data partition's unit: little)."""
+    return unit.file_slice.total_size if unit.file_slice is not None else 0
+
+
+@contextlib.contextmanager
+def _progress(table: HudiTable, staging: str, total: int,
+              on_progress: ProgressCallback | None) -> Iterator[None]:
+    """Report (units done, total) while the build job runs, from the markers its tasks leave
+    in ``staging`` (counted every :data:`PROGRESS_INTERVAL` seconds), and at the end."""
+    if on_progress is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def poll() -> None:
+        reported = -1
+        while not stop.wait(PROGRESS_INTERVAL):
+            with contextlib.suppress(OSError):
+                done = len(table.storage.list_dir(staging))
+                if done != reported and done < total:
+                    reported = done
+                    on_progress(done, total)
+
+    watcher = threading.Thread(target=poll, name="index-build-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+    on_progress(total, total)
 
 
 # ----------------------------------------------------------------------------- the backend
@@ -310,25 +463,31 @@ class IndexBackend:
         definitions = self.definitions(table)
         units = self._units(table, partitions, definitions)
         ids = {p: mdt.file_group_ids(p) for p in partitions}
+        groups = [(p, fg, file_id) for p, file_ids in ids.items()
+                  for fg, file_id in enumerate(file_ids)]
+        targets = {(p, fg): i for i, (p, fg, _) in enumerate(groups)}
         staging = f"{MARKER_DIR}/{init}/index"
         table.storage.delete_dir(staging)
-        size = max(MIN_BATCH_UNITS, math.ceil(len(units) / MAX_BATCHES))
-        groups = {p: len(v) for p, v in ids.items()}
-        for start in range(0, len(units), size):
-            batch = units[start:start + size]
-            spark.range(len(batch), numPartitions=len(batch)).mapInArrow(
-                _stage_rows(table.base_path, staging, batch, start, groups, definitions),
-                "rows long").collect()
-            if on_progress is not None:
-                on_progress(min(start + size, len(units)), len(units))
-        targets = [(p, fg, file_id) for p, file_ids in ids.items()
-                   for fg, file_id in enumerate(file_ids)]
-        rows = spark.range(len(targets), numPartitions=max(1, min(len(targets), 64))).mapInArrow(
-            _write_groups(table.base_path, staging, targets, init), _STATS).collect()
+        table.storage.makedirs(staging)
+        slots = task_slots(spark)
+        size = sum(_unit_bytes(u) for u in units)
+        readers = min(len(units), MAX_TASKS, max(slots, -(-size // BYTES_PER_TASK)))
+        job = spark.range(len(units), numPartitions=max(1, readers)) \
+            .mapInArrow(_stage_rows(table.base_path, staging, units, targets,
+                                    {p: len(v) for p, v in ids.items()}, definitions),
+                        _PIECES) \
+            .repartition(max(1, min(len(groups), slots)), "target") \
+            .mapInArrow(_write_groups(table.base_path, groups, units, init), _STATS)
+        with _progress(table, staging, len(units), on_progress):
+            rows = job.collect()
+        written = {(row["partition"], row["file_id"]) for row in rows}
         stats = [WriteStat(file_id=row["file_id"], path=row["path"], num_writes=row["rows"],
                            num_inserts=row["rows"], partition_path=row["partition"],
                            total_write_bytes=row["bytes"], file_size_in_bytes=row["bytes"])
                  for row in rows]
+        for partition, _, file_id in groups:  # file groups no row went to: empty base files
+            if (partition, file_id) not in written:
+                stats.append(mdt.write_base_file(partition, file_id, S.to_parquet_rows([]), init))
         table.storage.delete_dir(staging)
         mdt.reload().complete_instant(init, stats)
 

@@ -5,9 +5,12 @@ index on exactly the record key columns is the record index (named ``record_inde
 another column a secondary index (``secondary_index_<name>``); ``USING column_stats |
 bloom_filters`` with an ``expr`` option is an expression index (``expr_index_<name>``).
 Beyond Hudi, ``USING column_stats`` on plain columns (no ``expr``, or ``identity``) builds
-the table's ``column_stats`` partition over those columns, its definition remembering the
-name given. A secondary index needs the record index to find rows; it is built in the
-same run when the table has none. Every definition is checked before anything is
+the table's ``column_stats`` partition over those columns, and ``USING bloom_filters`` on
+the record key the table's ``bloom_filters`` partition, their definitions remembering the
+name given (on another column it is an identity expression index, as in Hudi). A
+secondary index needs the record index to find rows; it is built in the same run when the
+table has none. Every definition (an expression's function, options and column type too:
+:class:`~hudisql.metadata.expressions.IndexExpression`) is checked before anything is
 written, so a refused statement leaves the table as it was.
 """
 
@@ -22,8 +25,10 @@ from hudisql.errors import (
     IndexExistsError,
     IndexingError,
     IndexNotFoundError,
+    MetadataTableError,
     UnsupportedTableVersionError,
 )
+from hudisql.metadata.expressions import IndexExpression
 from hudisql.parser.index import index_spec_problem
 from hudisql.services.index_build import (
     EXPR_INDEX_PREFIX,
@@ -46,6 +51,7 @@ if TYPE_CHECKING:
 UNNAMED_INDEXES = ("record_index", "column_stats", "bloom_filters", "partition_stats")
 RECORD_INDEX = "record_index"
 COLUMN_STATS = "column_stats"
+BLOOM_FILTERS = "bloom_filters"
 #: The index option recording the name CREATE INDEX gave an unnamed partition (column_stats).
 INDEX_NAME_OPTION = "hudisql.index.name"
 
@@ -181,11 +187,21 @@ class TableIndexes:
         key_set = {k.lower() for k in keys}
         if using is not None:
             expr = next((v for k, v in options.items() if k.lower() == "expr"), "identity")
-            if using == "column_stats" and expr.lower() == "identity":
+            identity = expr.lower() == "identity"
+            named = {**options, INDEX_NAME_OPTION: name}
+            if using == "column_stats" and identity:
                 # Plain columns: the table's column stats index, kept by every commit.
-                named = {**options, INDEX_NAME_OPTION: name}
                 definition = new_definition(COLUMN_STATS, using, columns, named)
                 return [PartitionRequest(COLUMN_STATS, definition)]
+            if using == "bloom_filters" and identity and lowered == key_set:
+                # The record key: the table's bloom filter index (Hudi's bloom_filters).
+                definition = new_definition(BLOOM_FILTERS, using, columns, named)
+                return [PartitionRequest(BLOOM_FILTERS, definition)]
+            if len(columns) != 1:
+                raise IndexingError(
+                    f"{label}: an expression index ({using}, expression {expr}) covers exactly "
+                    "one column; create one index per column")
+            self._check_expression(table, label, columns[0], expr, options)
             definition = new_definition(EXPR_INDEX_PREFIX + name, using, columns, options)
             return [PartitionRequest(EXPR_INDEX_PREFIX + name, definition)]
         if lowered == key_set:
@@ -213,6 +229,23 @@ class TableIndexes:
         if RECORD_INDEX not in props.metadata_partitions + props.metadata_partitions_inflight:
             requests.insert(0, PartitionRequest(RECORD_INDEX))
         return requests
+
+    @staticmethod
+    def _check_expression(table: HudiTable, label: str, column: str, expr: str,
+                          options: Mapping[str, str]) -> None:
+        """Refuse an expression hudisql does not compute, or a column it does not apply to.
+
+        Raises:
+            IndexingError: the function, its options or the column's type.
+        """
+        try:
+            expression = IndexExpression.of(expr, options)
+            if "." in column or column not in table.schema.names:
+                raise MetadataTableError(
+                    f"column {column} is nested: expression indexes take top-level columns")
+            expression.check_input(column, table.schema.field(column).type)
+        except MetadataTableError as exc:
+            raise IndexingError(f"{label}: {exc}") from None
 
     def _existing_name(self, table: HudiTable, name: str, partition: str) -> IndexInfo | None:
         """The existing index (built or building) ``name`` would clash with."""

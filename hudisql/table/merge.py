@@ -563,10 +563,11 @@ def _iter_base(
         return
     wanted = [n for n in work.names if n in base_schema.names]
     with storage.open_input_file(base.path) as f:
-        if use_threads:  # a whole-slice read: one multi-threaded read is fastest
-            yield conform_table(pq.read_table(f, columns=wanted), work)
-            return
         parquet = pq.ParquetFile(f)
+        if use_threads:  # a whole-slice read: one multi-threaded read is fastest
+            # (ParquetFile, not pq.read_table: no pyarrow.dataset import in fresh workers)
+            yield conform_table(parquet.read(columns=wanted, use_threads=True), work)
+            return
         for batch in parquet.iter_batches(batch_size=batch_rows, columns=wanted,
                                           use_threads=use_threads):
             yield conform_table(pa.Table.from_batches([batch]), work)

@@ -88,7 +88,8 @@ ERRORS: list[tuple[str, int, int, str]] = [
     ("CREATE INDEX idx ON t USING column_stats (a) OPTIONS (expr = 'sqrt')", 1, 62, "unknown expression function 'sqrt'"),  # noqa: E501
     ("CREATE INDEX idx ON t (a) OPTIONS (expr = 'year')", 1, 43, "option expr makes an expression index: add USING column_stats"),  # noqa: E501
     ("CREATE INDEX idx ON t (a) OPTIONS (colour = 'red')", 1, 45, "unknown index option 'colour'"),
-    ("CREATE INDEX idx ON t USING bloom_filters (a, b)", 1, 1, "covers exactly one column"),
+    ("CREATE INDEX idx ON t USING bloom_filters (a, b) OPTIONS (expr = 'lower')", 1, 1,
+     "covers exactly one column"),
     ("CREATE INDEX idx ON t USING column_stats (a, b) OPTIONS (expr = 'year')", 1, 1, "covers exactly one column"),  # noqa: E501
     ("CREATE INDEX idx ON t USING column_stats (a OPTIONS (expr='year')) OPTIONS (expr='month')", 1, 82, "option expr is 'month' and 'year'"),  # noqa: E501
     ("CREATE INDEX idx ON t (a) OPTIONS (fpp = 1, FPP = 2)", 1, 51, "option FPP is given twice"),

@@ -139,8 +139,9 @@ BAD_INPUT: list[tuple[str, type[HudiSqlError], tuple[str, ...]]] = [
      ("mix record key fields and other columns",)),
     ("CREATE INDEX idx ON trips (rider, fare)", IndexingError,
      ("a secondary index covers exactly one column",)),
-    ("CREATE INDEX idx ON trips USING bloom_filters (rider)", IndexingError,
-     ("index idx on table trips: hudisql does not build bloom_filters indexes yet",)),
+    ("CREATE INDEX idx ON trips USING bloom_filters (rider) OPTIONS (expr = 'split', "
+     "pattern = ',')", IndexingError,
+     ("index idx on table trips: hudisql does not build expression indexes on split",)),
     ("DROP INDEX nope ON trips", IndexNotFoundError,
      ("DROP INDEX nope at line 1, column 1", "table trips has no index nope",
       "SHOW INDEXES FROM trips")),
@@ -150,6 +151,24 @@ BAD_INPUT: list[tuple[str, type[HudiSqlError], tuple[str, ...]]] = [
     ("CREATE INDEX idx ON nosuch (a)", TableNotFoundError, ("default.nosuch",)),
     ("SELECT 1;\nDROP INDEX nope ON trips", IndexNotFoundError,
      ("DROP INDEX nope at line 2, column 1",)),
+    # Expression and bloom filter indexes
+    ("CREATE INDEX idx ON trips USING column_stats (ts) OPTIONS (expr = 'nope')",
+     SqlParseError, ("index idx on table trips", "unknown expression function 'nope'")),
+    ("CREATE INDEX idx ON trips USING hash (ts) OPTIONS (expr = 'lower')", SqlParseError,
+     ("index idx on table trips", "unknown index type 'hash'")),
+    ("CREATE INDEX idx ON trips USING bloom_filters (nope) OPTIONS (expr = 'lower')",
+     IndexingError, ("CREATE INDEX idx at line 1, column 1", "index idx on table trips",
+                     "column nope is not a column of the table")),
+    ("CREATE INDEX idx ON trips USING column_stats (rider) OPTIONS (expr = 'regexp_replace', "
+     "pattern = 'a', replacement = 'b')", IndexingError,
+     ("CREATE INDEX idx at line 1", "index idx on table trips",
+      "does not build expression indexes on regexp_replace")),
+    ("CREATE INDEX idx ON trips USING column_stats (ts) OPTIONS (expr = 'lower')",
+     IndexingError, ("index idx on table trips", "lower does not apply to column ts")),
+    ("CREATE INDEX idx ON trips USING column_stats (rider) OPTIONS (expr = 'substring')",
+     IndexingError, ("index idx on table trips", "substring needs option(s) len, pos")),
+    ("CREATE INDEX idx ON trips USING bloom_filters (rider, city)", IndexingError,
+     ("index idx on table trips", "covers exactly one column")),
 ]
 
 
