@@ -47,6 +47,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -308,6 +309,9 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=4,
                         help="buckets per partition of the BUCKET table")
     parser.add_argument("--no-reads", action="store_true", help="time the upserts only")
+    parser.add_argument("--skipping-rows", type=int, default=None,
+                        help="rows of the data-skipping table (point lookup, range query; "
+                        "default --rows, 0 skips it)")
     args = parser.parse_args()
     upsert_rows = args.rows // 5
     n_updates = int(upsert_rows * args.updates)
@@ -346,10 +350,12 @@ def main() -> None:
         print(f"by index type {by_type}", flush=True)
         t_delta = _time_delta(args.rows, args.rows - n_updates, upsert_rows, work, args.repeat)
         print(f"delta-rs MERGE {t_delta:.2f} s", flush=True)
+        skipping = _skipping(session, work, args)
         if args.no_reads:
             _print_upserts(args, upsert_rows, n_updates, load, t_upsert, t_upsert_off,
                            t_parquet_write, t_floor_upsert, by_type, t_delta, t_rewrite,
                            rewritten)
+            _print_skipping(skipping)
             return
         off = session.table_at(str(work / "hudi_off"))
         # The equivalent plain parquet: the table's final rows, data columns only.
@@ -414,6 +420,28 @@ def main() -> None:
           f"{t_read / t_hudi_rs:>8.2f}  (reported)")
     print(f"{'Python source floor vs parquet':<34}{t_floor:>10.2f}{t_parquet_read:>12.2f}"
           f"{t_floor / t_parquet_read:>8.2f}  (reported: same rows from memory)")
+    _print_skipping(skipping)
+
+
+def _skipping(session: Any, work: Path, args: argparse.Namespace
+              ) -> list[tuple[str, float, float, str]]:
+    """The point lookup (record index) and the range query (column stats) of
+    ``bench_skipping`` on a table of ``--skipping-rows`` rows in 240 file groups."""
+    rows = args.rows if args.skipping_rows is None else args.skipping_rows
+    if rows <= 0:
+        return []
+    from benchmarks.bench_skipping import build_table, skipping_figures
+
+    table = build_table(session, work / "skipping", "bench_skip", rows, 240)
+    figures = skipping_figures(session, "bench_skip", table, args.repeat)
+    print(f"data skipping on {rows} rows, {len(table.file_slices())} file groups: "
+          f"{figures}", flush=True)
+    return figures
+
+
+def _print_skipping(figures: list[tuple[str, float, float, str]]) -> None:
+    for label, ours, base, goal in figures:
+        print(f"{label[:60]:<60}{ours:>10.3f}{base:>12.3f}{ours / base:>8.2f}  {goal}")
 
 
 if __name__ == "__main__":
