@@ -4,12 +4,36 @@ validates exactly (issue 12: every commit keeps the metadata table exact)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures import TABLE_ZIPS, copy_table, table_path
+
+#: JVM options of every Spark driver the suite starts (this process's SparkSession and the
+#: drivers of the subprocesses, notebooks and demo, which inherit the environment):
+#: the client compiler only and the serial collector. The suite's JVMs live seconds to
+#: minutes on small data, so the server compiler's work (about half a short driver's CPU
+#: time) never pays back. ``spark-submit`` adds ``SPARK_SUBMIT_OPTS`` to the driver's
+#: command line; a value set outside the suite is kept.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+
+
+#: Markers of tests that take many seconds (their modules start first in a parallel run).
+SLOW_MARKERS = ("slow", "notebook", "cluster")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a pytest-xdist worker (``./dev test`` runs two), put the modules that hold slow
+    tests first, in their collected order: xdist hands out whole files (``--dist
+    loadfile``), and a long file handed out last would leave the other process idle."""
+    if not hasattr(config, "workerinput"):
+        return
+    slow = {item.path for item in items
+            if any(item.get_closest_marker(m) is not None for m in SLOW_MARKERS)}
+    items.sort(key=lambda item: item.path not in slow)  # stable: collected order kept
 
 
 @pytest.fixture(params=sorted(TABLE_ZIPS))
