@@ -10,15 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures import TABLE_ZIPS, copy_table, table_path
+from tests.fixtures import TABLE_ZIPS, TEST_JVM_OPTS, copy_table, table_path
 
-#: JVM options of every Spark driver the suite starts (this process's SparkSession and the
-#: drivers of the subprocesses, notebooks and demo, which inherit the environment):
-#: the client compiler only and the serial collector. The suite's JVMs live seconds to
-#: minutes on small data, so the server compiler's work (about half a short driver's CPU
-#: time) never pays back. ``spark-submit`` adds ``SPARK_SUBMIT_OPTS`` to the driver's
-#: command line; a value set outside the suite is kept.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+#: Every Spark driver the suite starts (this process's SparkSession and the drivers of the
+#: subprocesses, notebooks and demo, which inherit the environment) runs with TEST_JVM_OPTS:
+#: ``spark-submit`` adds ``SPARK_SUBMIT_OPTS`` to the driver's command line. A value set
+#: outside the suite is kept.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS)
 
 
 #: Markers of tests that take many seconds (their modules start first in a parallel run).
