@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.fixtures import TABLE_ZIPS, TEST_JVM_OPTS, copy_table, table_path
 
@@ -18,6 +19,11 @@ from tests.fixtures import TABLE_ZIPS, TEST_JVM_OPTS, copy_table, table_path
 #: outside the suite is kept.
 os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS)
 
+
+#: Hypothesis's timing health check (input generation "too slow") fails tests on a loaded
+#: machine (two test processes and other work on 2 cores) while asserting no behaviour.
+settings.register_profile("hudisql", suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("hudisql")
 
 #: Markers of tests that take many seconds (their modules start first in a parallel run).
 SLOW_MARKERS = ("slow", "notebook", "cluster")
