@@ -85,6 +85,7 @@ from hudisql.table.table import HudiTable
 from hudisql.table.write_files import (
     DEFAULT_COMPRESSION,
     avro_text,
+    data_block_format,
     parquet_codec,
     write_base_file,
     write_log_file,
@@ -115,6 +116,7 @@ from hudisql.write.staging import (
     with_generated_keys,
 )
 from hudisql.write.tagging import FILE_ID, TagContext, Tagged, overwrite_buckets, tag_records
+from hudisql.write.task_profile import profiled
 
 #: Operations and their ``operationType`` in commit metadata.
 OPERATIONS = {"insert": "INSERT", "bulk_insert": "BULK_INSERT", "upsert": "UPSERT",
@@ -169,6 +171,8 @@ class _TableSpec:
     compression: str = DEFAULT_COMPRESSION
     #: No record key fields: keys are given (``_hoodie_record_key``) or generated per write.
     keyless: bool = False
+    #: The log files' data block format (``hoodie.logfile.data.block.format``).
+    block_format: str = "parquet"
 
 
 def _spec(table: HudiTable, options: Mapping[str, str]) -> _TableSpec:
@@ -178,7 +182,8 @@ def _spec(table: HudiTable, options: Mapping[str, str]) -> _TableSpec:
     return _TableSpec(table.base_path, table.name, tuple(props.record_key_fields),
                       tuple(props.partition_fields), props.hive_style_partitioning, labelled,
                       props.precombine_field, props.is_mor, avro_text(avro), arrow,
-                      parquet_codec(options, props), props.keyless)
+                      parquet_codec(options, props), props.keyless,
+                      data_block_format(options, props))
 
 
 def _check_columns(df: DataFrame, spec: _TableSpec, operation: str) -> None:
@@ -284,7 +289,7 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
                 schema=_STATS_ARROW)
             if fault_after is not None and attempt == 0 and written >= fault_after:
                 raise RuntimeError(f"injected failure after {written} file(s) of {instant}")
-    return write
+    return profiled(write)
 
 
 def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: str, token: str,
@@ -347,7 +352,8 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
         stat = write_log_file(storage, partition, file_id, file_slice.base_instant, instant,
                               token, records, spec.schema_text, deletes=work.deletes,
                               attempt=attempt, base_file=base_file, num_updates=work.updates,
-                              expressions=expressions)
+                              expressions=expressions, block_format=spec.block_format,
+                              compression=spec.compression)
         ranges = None
         if (stats_columns is not None and len(stat.log_files or ()) == 1
                 and not set(stats_columns) & set(META_COLUMNS)):
