@@ -27,6 +27,7 @@ workers (on a copy), then upserts them to the table itself and prints:
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
 import pstats
@@ -130,6 +131,8 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=4, help="buckets per partition (BUCKET)")
     parser.add_argument("--top", type=int, default=0,
                         help="also print the write tasks' top functions by cumulative time")
+    parser.add_argument("--driver-top", type=int, default=0,
+                        help="also print the driver's top functions by cumulative time")
     parser.add_argument("--option", action="append", default=[], help="key=value write option")
     args = parser.parse_args()
     options = dict(o.split("=", 1) for o in args.option)
@@ -164,9 +167,11 @@ def main() -> None:
         # Every write task profiles itself (the same workers as the warm-up's): keep the
         # measured write's profiles only.
         shutil.rmtree(task_profiles, ignore_errors=True)
+        driver = cProfile.Profile()
         start = time.perf_counter()
         wall_start = time.time()
-        SparkWriter(spark, path, options, progress=steps).write(batch, "upsert")
+        with driver:
+            SparkWriter(spark, path, options, progress=steps).write(batch, "upsert")
         end = time.perf_counter()
         wall_end = time.time()
         jobs = [j for j in _get(f"{ui}/jobs") if j["jobId"] not in seen]
@@ -201,6 +206,9 @@ def main() -> None:
     print(f"  driver outside Spark jobs: {(wall_end - wall_start) - covered:.2f} s of "
           f"{wall_end - wall_start:.2f} s")
     _task_split(work / "split", args.top)
+    if args.driver_top:
+        print("  the driver (cProfile of the measured write; waits on Spark jobs included):")
+        pstats.Stats(driver).sort_stats("cumulative").print_stats(args.driver_top)
     shutil.rmtree(work, ignore_errors=True)
 
 

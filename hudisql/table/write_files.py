@@ -202,9 +202,10 @@ def parquet_codec(options: Mapping[str, str], properties: Mapping[str, str]) -> 
     return codec
 
 
-def data_block_format(options: Mapping[str, str], properties: Mapping[str, str]) -> str:
-    """The format of the data blocks a write puts in log files: write option, else table
-    property, else parquet (:data:`DATA_BLOCK_FORMAT`).
+def data_block_format(options: Mapping[str, str], properties: Mapping[str, str],
+                      table: str = "") -> str:
+    """The format of the data blocks a write to ``table`` puts in log files: write option,
+    else table property, else parquet (:data:`DATA_BLOCK_FORMAT`).
 
     Raises:
         WriteError: a format other than parquet or avro.
@@ -214,8 +215,10 @@ def data_block_format(options: Mapping[str, str], properties: Mapping[str, str])
         return DEFAULT_DATA_BLOCK_FORMAT
     block_format = value.strip().lower()
     if block_format not in DATA_BLOCK_FORMATS:
-        raise WriteError(f"{DATA_BLOCK_FORMAT}={value!r}: writers put "
-                         f"{' or '.join(DATA_BLOCK_FORMATS)} data blocks in log files")
+        where = f"table {table}: " if table else ""
+        raise WriteError(f"{where}{DATA_BLOCK_FORMAT}={value!r}: hudisql writes "
+                         f"{' or '.join(DATA_BLOCK_FORMATS)} data blocks in log files; set "
+                         "one of those or leave the option out (parquet)")
     return block_format
 
 

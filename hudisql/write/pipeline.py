@@ -55,7 +55,7 @@ from pyspark import StorageLevel, TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 from hudisql.errors import WriteError
 from hudisql.metadata.column_stats import table_ranges
@@ -183,7 +183,7 @@ def _spec(table: HudiTable, options: Mapping[str, str]) -> _TableSpec:
                       tuple(props.partition_fields), props.hive_style_partitioning, labelled,
                       props.precombine_field, props.is_mor, avro_text(avro), arrow,
                       parquet_codec(options, props), props.keyless,
-                      data_block_format(options, props))
+                      data_block_format(options, props, table.name))
 
 
 def _check_columns(df: DataFrame, spec: _TableSpec, operation: str) -> None:
@@ -201,11 +201,12 @@ def _check_columns(df: DataFrame, spec: _TableSpec, operation: str) -> None:
         raise WriteError(f"{where}: the DataFrame has column(s) {unknown} the table does not "
                          f"have; the table's columns are {spec.arrow_schema.names}")
     marker = next((f for f in df.schema.fields if f.name == IS_DELETED), None)
-    if marker is not None and not pa.types.is_boolean(to_arrow_type(marker.dataType)):
+    if marker is not None and not isinstance(marker.dataType, BooleanType):
         raise WriteError(f"{where}: column {IS_DELETED!r} marks deletes and must be boolean, "
                          f"not {marker.dataType.simpleString()}; cast it first")
     for name in needed:
-        have = to_arrow_type(columns[name].dataType)
+        # Spark's timestamps are instants: UTC in Arrow (pyspark refuses them without a zone).
+        have = to_arrow_type(columns[name].dataType, timezone="UTC")
         want = spec.arrow_schema.field(name).type
         if not _fits(have, want):
             raise WriteError(f"{where}: column {name!r} is {columns[name].dataType.simpleString()}"
