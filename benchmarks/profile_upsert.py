@@ -171,7 +171,9 @@ def main() -> None:
         start = time.perf_counter()
         wall_start = time.time()
         with driver:
-            SparkWriter(spark, path, options, progress=steps).write(batch, "upsert")
+            # The session's options (the codec) under the upsert's, as handle.upsert has.
+            SparkWriter(spark, path, session.write_options(path, options),
+                        progress=steps).write(batch, "upsert")
         end = time.perf_counter()
         wall_end = time.time()
         jobs = [j for j in _get(f"{ui}/jobs") if j["jobId"] not in seen]

@@ -264,7 +264,7 @@ def write_base_file(
     rel = _join(partition_path, name)
     avro = with_meta_fields(_table_schema(schema))
     stamped = _stamp(records, instant_time, partition_path, name, partition_id, keep_existing=True)
-    table = _conform(stamped, avro_to_arrow(avro), rel)
+    table = _conform(stamped, avro_to_arrow(avro_text(avro)), rel)
     new_rows = int(pc.sum(pc.equal(table.column(COMMIT_TIME), instant_time)).as_py() or 0)
     footer = {"parquet.avro.schema": avro_text(avro), "writer.model.name": "avro"}
     if table.num_rows:
@@ -393,7 +393,7 @@ def write_log_file(
         stamped = _stamp(
             records, instant_time, partition_path, file_id, partition_id, keep_existing=False
         )
-        table = _conform(stamped, avro_to_arrow(avro), f"the log of file group {file_id}")
+        table = _conform(stamped, avro_to_arrow(schema_text), f"the log of file group {file_id}")
         n_records = table.num_rows
         if block_format == "parquet":
             blocks.append(encode_parquet_data_block(
