@@ -6,7 +6,8 @@
 
 Builds a table of ``--rows`` rows (bulk insert, partitioned by ``city``; with
 ``--index-type BUCKET`` created bucketed with ``--buckets`` buckets per partition, with
-``RECORD_INDEX`` given a record index after the load, untimed), upserts
+``RECORD_INDEX`` given a record index after the load, untimed; ``--column-stats`` gives it
+a metadata table with column stats of those columns), upserts
 ``rows/5`` records (``--updates`` of them updates) once to warm the JVM and the Python
 workers (on a copy), then upserts them to the table itself and prints:
 
@@ -131,6 +132,9 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=4, help="buckets per partition (BUCKET)")
     parser.add_argument("--top", type=int, default=0,
                         help="also print the write tasks' top functions by cumulative time")
+    parser.add_argument("--column-stats", default="",
+                        help="comma-separated columns: give the table a metadata table with "
+                        "column stats of them (files + column stats upkeep in the commit)")
     parser.add_argument("--driver-top", type=int, default=0,
                         help="also print the driver's top functions by cumulative time")
     parser.add_argument("--option", action="append", default=[], help="key=value write option")
@@ -158,6 +162,9 @@ def main() -> None:
         handle.bulk_insert(_records(spark, 0, args.rows, 1))
         if index_type == "RECORD_INDEX":
             handle.indexes.create("record_index", ["uuid"])
+        if args.column_stats:
+            handle.indexes.create("column_stats", args.column_stats.split(","),
+                                  using="column_stats")
         batch = _records(spark, args.rows - n_updates, upsert_rows, 2).cache()
         batch.count()
         shutil.copytree(path, work / "warm")

@@ -115,7 +115,14 @@ from hudisql.write.staging import (
     stage_keyless,
     with_generated_keys,
 )
-from hudisql.write.tagging import FILE_ID, TagContext, Tagged, overwrite_buckets, tag_records
+from hudisql.write.tagging import (
+    FILE_ID,
+    WORK_COLUMNS,
+    TagContext,
+    Tagged,
+    overwrite_buckets,
+    tag_records,
+)
 from hudisql.write.task_profile import profiled
 
 #: Operations and their ``operationType`` in commit metadata.
@@ -585,6 +592,7 @@ class SparkWriter:
                     tagged = tagged.withColumn(_INSERTED, F.col(_FILE_ID).isNull())
                 tagged, new_groups = self._assign_new_groups(tagged, counts, small,
                                                              sizing.insert_split_size)
+        tagged = tagged.drop(*WORK_COLUMNS)  # tagging's own columns (none for most types)
         # Every file group in one task; no more tasks than groups or than twice the cores
         # (a task writes its groups one after the other: per-task start-up is the cost).
         groups = max(1, min(len(slices) + new_groups, 2 * self._parallelism()))
