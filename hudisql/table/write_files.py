@@ -292,20 +292,24 @@ def write_base_file(
 def _parquet_bytes(table: pa.Table, footer: dict[str, str], compression: str) -> bytes:
     """The parquet file of ``table`` with exactly ``footer`` as its key-value metadata."""
     sink = io.BytesIO()
-    # No ARROW:schema key (store_schema=False), as parquet-mr writes none. The sequence
-    # numbers and record keys are unique in a file: a dictionary would only be built to be
-    # dropped (parquet falls back to plain encoding), so they are written plain. (Named by
-    # top-level column only: with nested columns every column keeps the default.)
-    flat = not any(pa.types.is_nested(f.type) for f in table.schema)
-    dictionary: bool | list[str] = (
-        [n for n in table.column_names if n not in (SEQNO, RECORD_KEY)] if flat else True)
+    # No ARROW:schema key (store_schema=False), as parquet-mr writes none.
     with pq.ParquetWriter(
         sink, table.schema, compression=compression, store_schema=False,
-        use_dictionary=dictionary,
+        use_dictionary=_dictionary_columns(table.schema),
     ) as writer:
         writer.add_key_value_metadata(footer)
         writer.write_table(table)
     return sink.getvalue()
+
+
+def _dictionary_columns(schema: pa.Schema) -> bool | list[str]:
+    """The columns worth a parquet dictionary. The sequence numbers and record keys are
+    unique in a file: a dictionary would only be built to be dropped (parquet falls back to
+    plain encoding), so they are written plain. (Named by top-level column only: with
+    nested columns every column keeps the default.)"""
+    if any(pa.types.is_nested(f.type) for f in schema):
+        return True
+    return [n for n in schema.names if n not in (SEQNO, RECORD_KEY)]
 
 
 def _ordered_header(instant_time: str, schema_text: str, ident: str | None) -> dict[HeaderKey, str]:
@@ -397,7 +401,8 @@ def write_log_file(
         n_records = table.num_rows
         if block_format == "parquet":
             blocks.append(encode_parquet_data_block(
-                table, data_schema_text, _header(data_schema_text), compression))
+                table, data_schema_text, _header(data_schema_text), compression,
+                _dictionary_columns(table.schema)))
         else:
             blocks.append(
                 encode_avro_data_block(table, data_schema_text, _header(data_schema_text))
