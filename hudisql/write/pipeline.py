@@ -19,7 +19,9 @@ The driver plans and commits; executors do everything per record, in two Spark j
    ``mapInArrow``): each task sorts its rows by file group and writes each contiguous run
    as one file slice with the core's per-slice functions, returning their write stats. A
    merge-on-read small file that inserts reach is rewritten as a new base file (with its
-   updates), as Hudi's writers do; other merge-on-read groups get a log file.
+   updates), as Hudi's writers do; other merge-on-read groups get a log file, whose data
+   block is parquet unless ``hoodie.logfile.data.block.format=avro`` (encoded by Arrow in
+   bulk; docs/FORMAT.md says why hudisql departs from Hudi's Avro default).
 
 An upsert whose DataFrame has Hudi's boolean ``_hoodie_is_deleted`` column treats rows
 marked ``true`` as deletes of their keys (merge-on-read: a delete block in the same log
