@@ -203,7 +203,8 @@ def main() -> None:
     for s in sorted(stages, key=lambda s: s["stageId"]):
         wall = _ms(s["completionTime"]) - _ms(s["submissionTime"])
         print(f"    stage {s['stageId']:>3} {wall:>7.2f} s wall {s['executorRunTime'] / 1000:>7.2f}"
-              f" s tasks ({s['numTasks']:>3})  in {s['inputRecords']:>9} shuffle-in "
+              f" s tasks ({s['numTasks']:>3}, JVM CPU {s['executorCpuTime'] / 1e9:.2f} s)"
+              f"  in {s['inputRecords']:>9} shuffle-in "
               f"{s['shuffleReadRecords']:>9} shuffle-out {s['shuffleWriteRecords']:>9}  "
               f"{s['name'][:60]}")
     covered, last = 0.0, wall_start
