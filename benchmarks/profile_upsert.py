@@ -132,6 +132,9 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=4, help="buckets per partition (BUCKET)")
     parser.add_argument("--top", type=int, default=0,
                         help="also print the write tasks' top functions by cumulative time")
+    parser.add_argument("--record-index", action="store_true",
+                        help="give the table a record index whatever the index type (its "
+                        "upkeep in every commit; RECORD_INDEX implies it)")
     parser.add_argument("--column-stats", default="",
                         help="comma-separated columns: give the table a metadata table with "
                         "column stats of them (files + column stats upkeep in the commit)")
@@ -160,7 +163,7 @@ def main() -> None:
                      options=table_options)
         handle = session.table_at(path)
         handle.bulk_insert(_records(spark, 0, args.rows, 1))
-        if index_type == "RECORD_INDEX":
+        if index_type == "RECORD_INDEX" or args.record_index:
             handle.indexes.create("record_index", ["uuid"])
         if args.column_stats:
             handle.indexes.create("column_stats", args.column_stats.split(","),
