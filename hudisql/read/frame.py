@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str],
                as_of: str | None = None, schema: StructType | None = None,
-               where: str | None = None) -> DataFrame:
+               where: str | None = None, filter_rows: bool = True) -> DataFrame:
     """``table`` read with the ``hudi`` data source ``options``; returns the DataFrame.
 
     Args:
@@ -44,6 +44,8 @@ def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str]
             paths, then the metadata table's indexes unless ``hoodie.enable.data.skipping``
             is ``false`` in ``options`` or, without it there, in the Spark session's
             configuration), and the rows are filtered by it.
+        filter_rows: ``False``: the rows of the kept slices are returned whole, for a caller
+            that applies ``where`` itself (a SQL statement's own conjuncts).
 
     Raises:
         HudiSqlError: a malformed ``as_of`` or ``where``.
@@ -52,7 +54,7 @@ def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str]
     if where is not None and schema is not None and not _columns(where) <= {
             f.name.lower() for f in schema.fields}:
         # The predicate needs columns the projection leaves out: filter, then project.
-        return read_frame(spark, table, options, as_of, None, where).select(
+        return read_frame(spark, table, options, as_of, None, where, filter_rows).select(
             *schema.fieldNames())
     merged = dict(options)
     if not any(key.lower() == DATA_SKIPPING for key in merged):
@@ -76,7 +78,7 @@ def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str]
         if schema is not None:
             reader = reader.schema(schema)
         frame = reader.load(table.base_path)
-    return frame if where is None else frame.where(where)
+    return frame if where is None or not filter_rows else frame.where(where)
 
 
 def _columns(where: str) -> set[str]:

@@ -127,7 +127,7 @@ def test_self_join_and_union_of_one_relation(spark: SparkSession, trips: str,
     assert hudi_session.sql(f"SELECT a.uuid FROM {name} a LEFT JOIN {name} b "
                             "ON a.uuid = b.uuid AND b.city = 'chennai' "
                             "WHERE b.uuid IS NULL").count() == 6
-    assert not [t.name for t in spark.catalog.listTables() if t.name.startswith("hudi_scan_")]
+    assert not [t.name for t in spark.catalog.listTables() if t.isTemporary]  # none left
 
 
 def test_snapshots_after_a_new_commit(spark: SparkSession, trips: str,
@@ -158,5 +158,5 @@ def test_a_query_error_is_spark_error_on_the_statement_as_written(
     with pytest.raises(AnalysisException) as caught:
         hudi_session.sql(f"SELECT * FROM {name} WHERE ridr = 'rider-A'")
     message = str(caught.value)
-    assert "ridr" in message and "hudi_scan_" not in message
+    assert "ridr" in message and "hudi_frame_" not in message and "_pyspark_" not in message
     assert caught.value.getQueryContext()[0].fragment() == "ridr"
