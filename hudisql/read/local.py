@@ -149,7 +149,7 @@ def local_frame(spark: SparkSession, table: HudiTable, base_files: Sequence[str]
     size = 0
     for path in base_files:
         parquet = pq.ParquetFile(table.storage.fs.open_input_file(path))
-        groups = _row_groups(parquet, tests)
+        groups = row_groups(parquet, tests)
         size += sum(parquet.metadata.row_group(i).total_byte_size for i in groups)
         if size > budget:
             return None
@@ -169,7 +169,7 @@ def local_frame(spark: SparkSession, table: HudiTable, base_files: Sequence[str]
     return spark.createDataFrame(rows, schema=schema)
 
 
-def _row_groups(parquet: pq.ParquetFile, tests: Sequence[RowTest]) -> list[int]:
+def row_groups(parquet: pq.ParquetFile, tests: Sequence[RowTest]) -> list[int]:
     """The row groups whose statistics do not rule out every row (all without tests)."""
     meta = parquet.metadata
     if not tests or meta.num_row_groups == 0:

@@ -160,3 +160,34 @@ def test_a_query_error_is_spark_error_on_the_statement_as_written(
     message = str(caught.value)
     assert "ridr" in message and "hudi_frame_" not in message and "_pyspark_" not in message
     assert caught.value.getQueryContext()[0].fragment() == "ridr"
+
+
+def test_statements_bind_dataframes_not_views(spark: SparkSession, trips: str,
+                                              hudi_session: HudiSession) -> None:
+    name = trips_name(hudi_session, trips)
+    before = {t.name for t in spark.catalog.listTables() if t.isTemporary}
+    # The statement's own braces survive PySpark's formatting of DataFrame parameters.
+    got = hudi_session.sql(f"SELECT '{{x}}' AS s, uuid FROM {name} WHERE city = 'chennai' "
+                           "AND rider <> '}'").collect()
+    assert len(got) == 2 and {r.s for r in got} == {"{x}"}
+    first = HudiTable.open(trips).timeline.completed()[0].timestamp
+    old = hudi_session.sql(f"SELECT * FROM {name} TIMESTAMP AS OF '{first}' a JOIN {name} b "
+                           "ON a.uuid = b.uuid WHERE b.city = 'chennai'")
+    assert old.count() == 2
+    assert hudi_session.sql(f"SELECT * FROM hudi_table_changes('{name}', 'latest_state', "
+                            "'earliest')").count() >= 8
+    # No view is left behind (time travel's were kept for the session before).
+    assert {t.name for t in spark.catalog.listTables() if t.isTemporary} == before
+
+
+def test_a_temp_view_shadows_the_catalog_table(spark: SparkSession, trips: str,
+                                               hudi_session: HudiSession) -> None:
+    name = trips_name(hudi_session, trips)
+    spark.range(3).createOrReplaceTempView(name)
+    try:
+        assert hudi_session.sql(f"SELECT * FROM {name}").columns == ["id"]
+        assert hudi_session.sql(f"SELECT * FROM default.{name} WHERE city = 'chennai'"
+                                ).count() == 2
+    finally:
+        spark.catalog.dropTempView(name)
+    assert hudi_session.sql(f"SELECT * FROM {name} WHERE city = 'chennai'").count() == 2
