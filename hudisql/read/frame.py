@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from hudisql.read.local import LOCAL_MAX_BYTES
 from hudisql.read.options import (
     AS_OF_INSTANT,
     DATA_SKIPPING,
@@ -43,7 +44,9 @@ def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str]
         where: a SQL predicate: only slices that may hold matching rows are read (partition
             paths, then the metadata table's indexes unless ``hoodie.enable.data.skipping``
             is ``false`` in ``options`` or, without it there, in the Spark session's
-            configuration), and the rows are filtered by it.
+            configuration), and the rows are filtered by it. A few small kept slices are
+            read on the driver (:mod:`hudisql.read.local`, unless
+            ``hudisql.read.local.max.bytes`` is ``0`` in ``options`` or the session).
         filter_rows: ``False``: the rows of the kept slices are returned whole, for a caller
             that applies ``where`` itself (a SQL statement's own conjuncts).
 
@@ -57,11 +60,13 @@ def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str]
         return read_frame(spark, table, options, as_of, None, where, filter_rows).select(
             *schema.fieldNames())
     merged = dict(options)
-    if not any(key.lower() == DATA_SKIPPING for key in merged):
-        # ``SET hoodie.enable.data.skipping=false`` in the Spark session, as Hudi reads it.
-        configured = spark.conf.get(DATA_SKIPPING, None)
-        if configured is not None:
-            merged[DATA_SKIPPING] = configured
+    for setting in (DATA_SKIPPING, LOCAL_MAX_BYTES):
+        if not any(key.lower() == setting for key in merged):
+            # ``SET hoodie.enable.data.skipping=false`` in the Spark session, as Hudi reads
+            # it (and ``SET hudisql.read.local.max.bytes=0``).
+            configured = spark.conf.get(setting, None)
+            if configured is not None:
+                merged[setting] = configured
     direct = merged.pop(DIRECT_PARQUET, "true").strip().lower() != "false"
     snapshot = merged.get(QUERY_TYPE, SNAPSHOT).strip().lower() == SNAPSHOT
     frame = None

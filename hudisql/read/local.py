@@ -1,27 +1,31 @@
-"""Tiny reads on the driver: a point lookup's kept base files as a local relation.
+"""Tiny reads on the driver: a point lookup's kept file slices as a local relation.
 
-When a read's fixed predicate (``t.read(where=...)``, SQL by name) keeps a few base-file-only
+When a read's fixed predicate (``t.read(where=...)``, SQL by name) keeps a few small file
 slices, the rows left to read are often one row group, or a handful of rows: Spark's own
-parquet reader costs a file listing when the DataFrame is built and a job when it runs, both
-fixed costs much larger than the read. :func:`local_frame` reads those files here with
-pyarrow instead (only the row groups whose statistics may match the predicate, then only the
-rows that may match) and hands Spark the rows as a local relation, which Spark filters and
-returns without a job (``createDataFrame`` of Arrow data under
-``spark.sql.execution.arrow.localRelationThreshold``; a local relation on Spark Connect).
+parquet reader costs a file listing when the DataFrame is built and a job when it runs, and
+the ``hudi`` data source a Python planning worker and a job, fixed costs much larger than
+the read. :func:`local_frame` reads those slices here instead (a base file alone with
+pyarrow, only the row groups whose statistics may match the predicate; a slice with log
+files merged by the table core), keeps only the rows that may match, and hands Spark the
+rows as a local relation, which Spark filters and returns without a job (``createDataFrame``
+of Arrow data under ``spark.sql.execution.arrow.localRelationThreshold``; a local relation
+on Spark Connect).
 
-Exact by construction: the rows are read as the ``hudi`` data source reads base files
-(:func:`hudisql.read.datasource.conform`, the table's Spark schema), and the row tests
+Exact by construction: the rows are read as the ``hudi`` data source reads slices
+(:func:`hudisql.read.datasource.read_slice_batches` and its ``conform``, in the table's
+Spark schema), and the row tests
 (:func:`row_tests`) only drop rows the predicate cannot be true for: ``=``, ``IN``, ``<``,
 ``<=``, ``>``, ``>=`` and ``starts with`` on string and integer columns, with literals that
 convert exactly (:func:`hudisql.metadata.skipping_values.column_value`), compared as Spark
 compares them (strings as bytes, integers as numbers). The caller still applies the whole
 predicate to the rows. Anything else tests nothing and keeps the row. Over a budget
-(:data:`LOCAL_MAX_BYTES`, uncompressed bytes of the row groups to read) the caller reads
-through Spark as before.
+(:data:`LOCAL_MAX_BYTES`: uncompressed bytes of the row groups to read, and the log files)
+or :data:`MAX_FILES` slices, the caller reads through Spark as before.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,21 +37,22 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from hudisql.errors import ReadOptionError
 from hudisql.metadata.skipping_values import INEXACT, column_value
-from hudisql.read.datasource import conform
+from hudisql.read.datasource import conform, read_slice_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
     from hudisql.parser.predicates import Predicate
+    from hudisql.table.fsview import FileSlice
     from hudisql.table.table import HudiTable
 
 #: The read option: at most this many uncompressed bytes of row groups are read on the
 #: driver (default :data:`DEFAULT_MAX_BYTES`); ``0`` always reads through Spark.
 LOCAL_MAX_BYTES = "hudisql.read.local.max.bytes"
 DEFAULT_MAX_BYTES = 4 << 20
-#: At most this many kept base files are read on the driver (each costs a footer read).
-MAX_FILES = 4
+#: At most this many kept slices are read on the driver (each costs a footer read).
+MAX_FILES = 8
 
 _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
     "=": pc.equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
@@ -134,39 +139,65 @@ def _kind(dtype: pa.DataType) -> type | None:
     return None
 
 
-def local_frame(spark: SparkSession, table: HudiTable, base_files: Sequence[str],
-                schema: StructType, predicates: Sequence[Predicate], budget: int
-                ) -> DataFrame | None:
-    """The rows of ``base_files`` (full paths of base-file-only slices) that may match
-    ``predicates``, in the Spark ``schema`` (the table's, without field metadata), as a
-    DataFrame of a local relation; None when more than ``budget`` bytes (uncompressed) of
-    row groups, or more than :data:`MAX_FILES` files, would be read."""
-    if not base_files or len(base_files) > MAX_FILES or budget <= 0:
+def local_frame(spark: SparkSession, table: HudiTable, slices: Sequence[FileSlice],
+                snapshot: str, schema: StructType, predicates: Sequence[Predicate],
+                budget: int) -> DataFrame | None:
+    """The rows of ``slices`` (kept slices of ``table``'s snapshot ``snapshot``) that may
+    match ``predicates``, in the Spark ``schema`` (the table's, without field metadata), as
+    a DataFrame of a local relation; None when more than ``budget`` bytes, or more than
+    :data:`MAX_FILES` slices, would be read.
+
+    A base file alone: only its row groups whose statistics may match are read (and
+    counted). A slice with log files: read whole and merged as the ``hudi`` data source
+    reads it (:func:`hudisql.read.datasource.read_slice_batches`), counted as its base
+    file's uncompressed row groups plus its log files; the row tests apply after the merge.
+    """
+    if len(slices) > MAX_FILES or budget <= 0:
         return None
     target = to_arrow_schema(schema, timezone="UTC")
     tests = row_tests(predicates, target)
-    chosen: list[tuple[pq.ParquetFile, list[int]]] = []
+    reads: list[Callable[[], pa.Table]] = []
     size = 0
-    for path in base_files:
-        parquet = pq.ParquetFile(table.storage.fs.open_input_file(path))
-        groups = row_groups(parquet, tests)
-        size += sum(parquet.metadata.row_group(i).total_byte_size for i in groups)
+    for file_slice in slices:
+        base = file_slice.base_file
+        parquet = None
+        if base is not None and base.path.endswith(".parquet"):
+            parquet = pq.ParquetFile(table.storage.open_input_file(base.path))
+        if parquet is not None and not file_slice.log_files:
+            groups = row_groups(parquet, tests)
+            size += sum(parquet.metadata.row_group(i).total_byte_size for i in groups)
+            reads.append(functools.partial(_read_groups, parquet, groups, target))
+        else:
+            size += sum(log.size for log in file_slice.log_files) + (
+                parquet.metadata.serialized_size + sum(
+                    parquet.metadata.row_group(i).total_byte_size
+                    for i in range(parquet.metadata.num_row_groups))
+                if parquet is not None else (base.size if base is not None else 0))
+            reads.append(functools.partial(_read_merged, table, file_slice, snapshot, target))
         if size > budget:
             return None
-        chosen.append((parquet, groups))
     parts = []
-    for parquet, groups in chosen:
-        if not groups:
-            continue
-        present = set(parquet.schema_arrow.names)
-        rows = conform(parquet.read_row_groups(
-            groups, columns=[n for n in target.names if n in present], use_threads=False),
-            target)
+    for read in reads:
+        rows = read()
         for test in tests:
             rows = rows.filter(test.mask(rows.column(test.column)))
         parts.append(rows)
     rows = pa.concat_tables(parts) if parts else target.empty_table()
     return spark.createDataFrame(rows, schema=schema)
+
+
+def _read_groups(parquet: pq.ParquetFile, groups: list[int], target: pa.Schema) -> pa.Table:
+    if not groups:
+        return target.empty_table()
+    present = set(parquet.schema_arrow.names)
+    return conform(parquet.read_row_groups(
+        groups, columns=[n for n in target.names if n in present], use_threads=False), target)
+
+
+def _read_merged(table: HudiTable, file_slice: FileSlice, snapshot: str, target: pa.Schema
+                 ) -> pa.Table:
+    return pa.Table.from_batches(
+        list(read_slice_batches(table, file_slice, snapshot, target)), schema=target)
 
 
 def row_groups(parquet: pq.ParquetFile, tests: Sequence[RowTest]) -> list[int]:

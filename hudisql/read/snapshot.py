@@ -158,15 +158,14 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     full = spark_schema(table, path)
     columns = (schema or full).fieldNames()
     parts: list[DataFrame] = []
+    if not plan.touched and plan.selection is not None and plan.selection.predicates:
+        # A few small slices kept by the predicate: read here, no Spark job.
+        local = local_frame(spark, table, plan.selection.kept, plan.snapshot, _plain(full),
+                            plan.selection.predicates, budget)
+        if local is not None:
+            return local if columns == full.fieldNames() else local.select(*columns)
     if plan.base_files:
-        rows = None
-        if not plan.touched and not plan.whole and plan.selection is not None \
-                and plan.selection.predicates:
-            # A few small base files kept by the predicate: read here, no Spark job.
-            rows = local_frame(spark, table, plan.base_files, _plain(full),
-                               plan.selection.predicates, budget)
-        if rows is None:
-            rows = _base_rows(spark, full, plan)
+        rows = _base_rows(spark, full, plan)
         # (Each select is one more analysis of the plan: none when nothing changes.)
         parts.append(rows if columns == full.fieldNames() else rows.select(*columns))
     if plan.touched or plan.whole or not parts:
