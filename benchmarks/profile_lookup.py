@@ -9,7 +9,8 @@ times, best of ``--repeat``, each step ``SELECT * FROM t WHERE uuid = ...`` goes
 - the statement's text rewritten (time travel, the hudi references found by sqlglot);
 - the table opened and its columns read;
 - the slices planned on the driver (listing, partition paths, the metadata table's indexes);
-- the DataFrame of the kept slices built (and, for the view path, registered);
+- the DataFrame of the kept slices built (a local relation when they are small,
+  ``hudisql.read.local``), and registered as a view (the path before DataFrame parameters);
 - Spark's analysis of the statement (``spark.sql`` returns an analyzed DataFrame);
 - the job (``collect``);
 
@@ -95,11 +96,11 @@ def _steps(session: hudisql.HudiSession, table: HudiTable, rows: int, repeat: in
                      repeat)
     out.append(("read_frame (planning + DataFrame)", t))
     t, _ = _best(lambda: frame.createOrReplaceTempView("profile_view"), repeat)
-    out.append(("temp view registered", t))
+    out.append(("temp view registered (the old per-reference view)", t))
     t, analyzed = _best(lambda: spark.sql("SELECT * FROM profile_view"), repeat)
-    out.append(("spark.sql analysis of the rewritten text", t))
+    out.append(("spark.sql analysis of text naming that view", t))
     t, _ = _best(lambda: spark.sql("SELECT * FROM {t}", t=frame), repeat)
-    out.append(("spark.sql analysis, DataFrame argument", t))
+    out.append(("spark.sql analysis, DataFrame parameter (today)", t))
     t, _ = _best(analyzed.collect, repeat)
     out.append(("the job (collect of the analyzed frame)", t))
     t, _ = _best(lambda: frame.collect(), repeat)

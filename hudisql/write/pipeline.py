@@ -626,7 +626,30 @@ class SparkWriter:
                            staged, touched)
 
     def _parallelism(self) -> int:
-        return max(1, int(self.spark.sparkContext.defaultParallelism))
+        """Spark's default parallelism, from the session's configuration (no SparkContext,
+        so that it works on Spark Connect): ``spark.default.parallelism``; else a local
+        master's threads (``local[N]``, ``local[*]``: the cores); else a cluster's
+        ``spark.executor.instances`` x ``spark.executor.cores``; else
+        ``spark.sql.shuffle.partitions``."""
+        import os
+        import re
+
+        conf = self.spark.conf
+        configured = conf.get("spark.default.parallelism", None)
+        if configured:
+            return max(1, int(configured))
+        master = (conf.get("spark.master", None) or "").strip()
+        local = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master)
+        if local is not None:
+            threads = local.group(1)
+            if threads is None:
+                return 1
+            return max(1, os.cpu_count() or 1) if threads == "*" else max(1, int(threads))
+        instances = conf.get("spark.executor.instances", None)
+        cores = conf.get("spark.executor.cores", None)
+        if instances and cores:
+            return max(2, int(instances) * int(cores))
+        return max(2, int(conf.get("spark.sql.shuffle.partitions", None) or "200"))
 
     def _assign_new_groups(self, tagged: DataFrame, counts: Mapping[str | None, int],
                            small: Mapping[str, list[SmallFile]], per_file: int
