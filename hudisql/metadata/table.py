@@ -290,12 +290,17 @@ class MetadataTable:
                 for index, file_id in enumerate(ids)]
 
     def write_base_file(
-        self, partition: str, file_id: str, rows: pa.Table, instant_time: str
+        self, partition: str, file_id: str, rows: pa.Table, instant_time: str,
+        routed: bool = False,
     ) -> WriteStat:
         """Write one file group's base file: ``rows`` (base-file shape), sorted by key.
 
         A pure function of storage, so a Spark task can write its file group; the rows must
         all route to ``file_id``. A re-run replaces the file (a half-built partition).
+
+        Args:
+            routed: the caller routed the rows with :meth:`PartitionSpec.route` itself (an
+                index build's writer): they are not hashed again to check.
 
         Raises:
             MetadataTableError: a row whose key belongs to another file group.
@@ -303,7 +308,12 @@ class MetadataTable:
         ids = self.require_groups(partition)
         index = ids.index(file_id) if file_id in ids else -1
         spec = partition_spec(partition)
-        if rows.num_rows and (spec.route(rows.column("key"), len(ids)) != index).any():
+        if index < 0:
+            raise MetadataTableError(
+                f"metadata partition {partition} has no file group {file_id} (it has "
+                f"{', '.join(ids)})")
+        if (rows.num_rows and not routed
+                and (spec.route(rows.column("key"), len(ids)) != index).any()):
             raise MetadataTableError(
                 f"rows given for file group {file_id} of metadata partition {partition} hold "
                 "keys of other file groups; route them with PartitionSpec.route"
@@ -590,15 +600,22 @@ class MetadataTable:
 
 #: About how many bytes (in memory) of records one row group of a base file holds.
 ROW_GROUP_BYTES = 1 << 20
+#: At most this many rows per row group: a lookup decodes every column of its row group,
+#: the payloads a partition leaves null too (about fifty leaf columns).
+ROW_GROUP_MAX_ROWS = 1 << 15
 
 
 def _row_group_rows(rows: pa.Table) -> int:
-    """Rows per row group so that a group holds about :data:`ROW_GROUP_BYTES`."""
+    """Rows per row group so that a group holds about :data:`ROW_GROUP_BYTES` of the
+    columns that hold values (the payloads a partition does not use are all null: they
+    cost little on disk, though their cached null runs are large in memory), at most
+    :data:`ROW_GROUP_MAX_ROWS`."""
     count = int(rows.num_rows)
     if not count:
         return 1
-    per_row = max(1, int(rows.nbytes) // count)
-    return max(1, min(count, ROW_GROUP_BYTES // per_row))
+    used = sum(int(c.nbytes) for c in rows.columns if c.null_count < count)
+    per_row = max(1, used // count)
+    return max(1, min(count, ROW_GROUP_MAX_ROWS, ROW_GROUP_BYTES // per_row))
 
 
 def _route(spec: PartitionSpec, items: Sequence[Any], count: int) -> dict[int, list[Any]]:
