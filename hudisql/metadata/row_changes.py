@@ -49,15 +49,15 @@ class RowChanges:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able form (a Spark task hands it to the driver)."""
+        # Pairs are tuples: JSON writes them as arrays.
         return {"inserted": self.inserted, "removed": self.removed,
-                "secondary": {c: [[list(p) for p in gone], [list(p) for p in added]]
-                              for c, (gone, added) in self.secondary.items()}}
+                "secondary": {c: [gone, added] for c, (gone, added) in self.secondary.items()}}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RowChanges:
         """The inverse of :meth:`to_dict`."""
         return cls(list(data["inserted"]), list(data["removed"]),
-                   {c: ([(v, k) for v, k in gone], [(v, k) for v, k in added])
+                   {c: (list(map(tuple, gone)), list(map(tuple, added)))
                     for c, (gone, added) in data["secondary"].items()})
 
     @classmethod

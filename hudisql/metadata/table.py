@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -440,7 +441,8 @@ class MetadataTable:
             spec = partition_spec(partition)
             routed = _route(spec, update.records, len(ids))
             deleted = _route(spec, update.deletes, len(ids))
-            shared = [(_route(spec, s.keys, len(ids)), s.template) for s in update.shared]
+            shared = [(_route_array(spec, s.key_array(), len(ids)), s.template)
+                      for s in update.shared]
             for index, file_id in enumerate(ids):
                 rows, gone = routed.get(index, []), deleted.get(index, [])
                 alike = [(keys[index], t) for keys, t in shared if index in keys]
@@ -616,6 +618,19 @@ def _row_group_rows(rows: pa.Table) -> int:
     used = sum(int(c.nbytes) for c in rows.columns if c.null_count < count)
     per_row = max(1, used // count)
     return max(1, min(count, ROW_GROUP_MAX_ROWS, ROW_GROUP_BYTES // per_row))
+
+
+def _route_array(spec: PartitionSpec, keys: pa.Array, count: int) -> dict[int, pa.Array]:
+    """Keys (an Arrow array) by the file group they go to, each group's a zero-copy slice
+    of the keys ordered by group."""
+    if not len(keys):
+        return {}
+    groups = spec.route(keys, count)
+    order = np.argsort(groups, kind="stable")
+    ordered = keys.take(pa.array(order))
+    found, starts, counts = np.unique(groups[order], return_index=True, return_counts=True)
+    return {int(g): ordered.slice(int(s), int(n))
+            for g, s, n in zip(found.tolist(), starts.tolist(), counts.tolist(), strict=True)}
 
 
 def _route(spec: PartitionSpec, items: Sequence[Any], count: int) -> dict[int, list[Any]]:
