@@ -72,10 +72,19 @@ class RowChanges:
         if before is None and after is None:
             return out
         empty_keys = pa.array([], pa.string())
-        old_keys = _column(before, RECORD_KEY) if before is not None else empty_keys
-        new_keys = _column(after, RECORD_KEY) if after is not None else empty_keys
-        came = pc.invert(pc.is_in(new_keys, value_set=old_keys))
-        went = pc.invert(pc.is_in(old_keys, value_set=new_keys))
+        old_keys = (_column(before, RECORD_KEY).cast(pa.string()) if before is not None
+                    else empty_keys)
+        new_keys = (_column(after, RECORD_KEY).cast(pa.string()) if after is not None
+                    else empty_keys)
+        # Each row after -> its key's row before (null: a new key); one hash of the keys
+        # before, no join.
+        position = pc.index_in(new_keys, value_set=old_keys)
+        came = pc.is_null(position)
+        stays = pc.invert(came)
+        matched = position.filter(stays)
+        kept = np.zeros(len(old_keys), dtype=bool)
+        kept[np.asarray(matched.to_numpy(zero_copy_only=False), dtype=np.int64)] = True
+        went = pa.array(~kept)
         out.inserted = new_keys.filter(came).to_pylist()
         out.removed = old_keys.filter(went).to_pylist()
         for column in columns:
@@ -88,15 +97,13 @@ class RowChanges:
                 added.extend(zip(new_values.filter(came).to_pylist(), out.inserted, strict=True))
             if old_values is None or new_values is None:
                 continue
-            joined = pa.table({"k": old_keys, "v": old_values}).join(
-                pa.table({"k": new_keys, "w": new_values}), "k", join_type="inner")
-            v, w = joined.column("v"), joined.column("w")
+            v, w = old_values.take(matched), new_values.filter(stays)
             same = pc.or_(pc.fill_null(pc.equal(v, w), False),
                           pc.and_(pc.is_null(v), pc.is_null(w)))
-            changed = joined.filter(pc.invert(same))
-            keys = changed.column("k").to_pylist()
-            gone.extend(zip(changed.column("v").to_pylist(), keys, strict=True))
-            added.extend(zip(changed.column("w").to_pylist(), keys, strict=True))
+            changed = pc.invert(same)
+            keys = new_keys.filter(stays).filter(changed).to_pylist()
+            gone.extend(zip(v.filter(changed).to_pylist(), keys, strict=True))
+            added.extend(zip(w.filter(changed).to_pylist(), keys, strict=True))
         return out
 
 
