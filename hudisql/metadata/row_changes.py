@@ -168,8 +168,9 @@ def log_write_changes(
                                 columns=[RECORD_KEY, *columns], schema=table.schema,
                                 visible=AsOf(table.timeline, instant_time, include=True))
         return RowChanges.of(before.select([RECORD_KEY, *columns]), after, columns)
-    n = before.num_rows
-    take = np.arange(n, dtype=np.int64)
+    # Only the records' rows and the deleted keys change: compare those, not the group.
+    spots = np.zeros(0, dtype=np.int64)  # rows before that a record replaces ...
+    winners = np.zeros(0, dtype=np.int64)  # ... and the records replacing them
     if incoming is not None and position is not None:
         wins = pc.is_valid(position)
         if ordering is not None:
@@ -179,14 +180,27 @@ def log_write_changes(
             wins = pc.and_(wins, pc.fill_null(newer, True))
         spots = np.asarray(pc.filter(position, wins).cast(pa.int64()))
         winners = np.flatnonzero(np.asarray(wins.to_numpy(zero_copy_only=False)))
-        take[spots] = n + winners
-    kept = pc.invert(pc.is_in(old_keys, value_set=pa.array(list(deleted_keys), pa.string())))
-    after_columns = [old_keys]
+    gone_mask = pc.is_in(old_keys, value_set=pa.array(list(deleted_keys), pa.string()))
+    gone_rows = np.asarray(gone_mask.to_numpy(zero_copy_only=False), dtype=bool)
+    alive = ~gone_rows[spots]  # a key deleted in the same log stays deleted
+    spots, winners = spots[alive], winners[alive]
+    out = RowChanges(removed=old_keys.filter(gone_mask).to_pylist(),
+                     secondary={c: ([], []) for c in columns})
+    kept_keys = old_keys.take(pa.array(spots))
     for column in columns:
+        gone, added = out.secondary[column]
         old_values = _column(before, column)
-        if incoming is not None:
-            new_values = _column(incoming, column).cast(old_values.type)
-            old_values = pa.concat_arrays([old_values, new_values]).take(pa.array(take))
-        after_columns.append(old_values)
-    after = pa.Table.from_arrays(after_columns, names=[RECORD_KEY, *columns]).filter(kept)
-    return RowChanges.of(before.select([RECORD_KEY, *columns]), after, columns)
+        gone.extend(zip(secondary_strings(old_values.filter(gone_mask)).to_pylist(),
+                        out.removed, strict=True))
+        if incoming is None or not len(spots):
+            continue
+        v = secondary_strings(old_values.take(pa.array(spots)))
+        w = secondary_strings(_column(incoming, column).cast(old_values.type)
+                              .take(pa.array(winners)))
+        same = pc.or_(pc.fill_null(pc.equal(v, w), False),
+                      pc.and_(pc.is_null(v), pc.is_null(w)))
+        changed = pc.invert(same)
+        keys = kept_keys.filter(changed).to_pylist()
+        gone.extend(zip(v.filter(changed).to_pylist(), keys, strict=True))
+        added.extend(zip(w.filter(changed).to_pylist(), keys, strict=True))
+    return out
