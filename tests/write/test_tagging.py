@@ -26,10 +26,8 @@ import pytest
 
 from hudisql.errors import CommitConflictError, WriteError
 from hudisql.metadata.bloom import BloomFilter
-from hudisql.metadata.builders import build_partition_records, file_group_count
-from hudisql.metadata.config import set_partition_state
-from hudisql.metadata.partitions import java_string_hash, partition_spec
-from hudisql.metadata.table import MetadataTable
+from hudisql.metadata.build import build_partitions
+from hudisql.metadata.partitions import java_string_hash
 from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table.table import HudiTable
 from hudisql.table.write_create import create_table
@@ -116,14 +114,7 @@ def _table(session: HudiSession, tmp_path: Path, index_type: str, table_type: st
 
 def _build(path: str, partitions: tuple[str, ...]) -> None:
     """Build metadata partitions from the table, as the indexer's end state."""
-    table = HudiTable.open(path)
-    base = table.timeline.last_completed()
-    assert base is not None
-    for partition in partitions:
-        records = build_partition_records(table, partition)
-        count = file_group_count(partition_spec(partition).kind, len(records))
-        MetadataTable(table).build_partition(partition, records, base.timestamp, count)
-        table = set_partition_state(table, partition, "completed")
+    build_partitions(HudiTable.open(path), partitions)
 
 
 def _write(handle: HudiTableHandle, session: HudiSession, rows: list[Row], index_type: str,
