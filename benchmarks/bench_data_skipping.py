@@ -23,12 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from report import best_of, print_table
 
-from hudisql.metadata.builders import build_partition_records, file_group_count
-from hudisql.metadata.config import IndexDefinition, save_index_definitions, set_partition_state
+from hudisql.metadata.build import build_partitions
+from hudisql.metadata.config import IndexDefinition
 from hudisql.metadata.participant import participants_for
-from hudisql.metadata.partitions import partition_spec
 from hudisql.metadata.skipping import parse_predicates, skip_file_slices
-from hudisql.metadata.table import MetadataTable
 from hudisql.table.table import HudiTable
 from hudisql.table.write_create import create_table
 from hudisql.txn.writer import WriteClient
@@ -47,14 +45,8 @@ def _table(root: Path, rows: int, groups: int, commits: int) -> HudiTable:
     client = WriteClient(create_table(root / "t", "t", SCHEMA, "id", (), "ts"),
                          max_records_per_file=max(1, rows // groups))
     client.insert([_row(i) for i in range(rows)])
-    table = save_index_definitions(client.table, {"secondary_index_rider": IndexDefinition(
+    table = build_partitions(client.table, PARTITIONS, {"secondary_index_rider": IndexDefinition(
         "secondary_index_rider", "secondary_index", ("rider",))})
-    base = table.timeline.last_completed().timestamp
-    for partition in PARTITIONS:
-        records = build_partition_records(table, partition)
-        count = file_group_count(partition_spec(partition).kind, len(records))
-        MetadataTable(table).build_partition(partition, records, base, count)
-        table = set_partition_state(table, partition, "completed")
     for c in range(commits):
         client = WriteClient(table, participants=participants_for(table))
         client.upsert([_row(i, ts=2 + c, rider="vip") for i in range(c, rows, rows // 20)])

@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from report import best_of, print_table
 
 from hudisql.metadata.arrow_records import record_index_rows
+from hudisql.metadata.build import build_partitions
 from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import file_group_indexes
 from hudisql.metadata.records import PartitionUpdate, record_index_record
@@ -53,10 +54,8 @@ def _completed_data_instant(table: HudiTable) -> str:
 
 def _upsert_ratio(root: Path, n: int) -> tuple[float, float]:
     """Seconds of one upsert without and with every metadata partition kept."""
-    from hudisql.metadata.builders import build_partition_records, file_group_count
-    from hudisql.metadata.config import IndexDefinition, save_index_definitions, set_partition_state
+    from hudisql.metadata.config import IndexDefinition
     from hudisql.metadata.participant import participants_for
-    from hudisql.metadata.partitions import partition_spec
 
     schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("rider", pa.string()),
                         ("fare", pa.float64()), ("city", pa.string())])
@@ -72,15 +71,11 @@ def _upsert_ratio(root: Path, n: int) -> tuple[float, float]:
         client.insert([row(i, f"r{i % 50}") for i in range(n)])
         tables.append(client.table)
     plain, indexed = tables
-    indexed = save_index_definitions(indexed, {"secondary_index_rider": IndexDefinition(
-        "secondary_index_rider", "secondary_index", ("rider",))})
-    base = indexed.timeline.last_completed().timestamp
-    for partition in ("files", "column_stats", "partition_stats", "bloom_filters",
-                      "record_index", "secondary_index_rider"):
-        records = build_partition_records(indexed, partition)
-        count = file_group_count(partition_spec(partition).kind, len(records))
-        MetadataTable(indexed).build_partition(partition, records, base, count)
-        indexed = set_partition_state(indexed, partition, "completed")
+    indexed = build_partitions(indexed, ("files", "column_stats", "partition_stats",
+                                         "bloom_filters", "record_index",
+                                         "secondary_index_rider"),
+                               {"secondary_index_rider": IndexDefinition(
+                                   "secondary_index_rider", "secondary_index", ("rider",))})
     times = []
     for table in (plain, indexed):
         updates = [row(i, f"x{i % 7}") for i in range(0, n, 10)]

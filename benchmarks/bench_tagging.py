@@ -31,10 +31,7 @@ from pyspark.sql import functions as F
 
 import hudisql
 from benchmarks.bench_write_read import SCHEMA, _records, _timed
-from hudisql.metadata.builders import build_partition_records, file_group_count
-from hudisql.metadata.config import set_partition_state
-from hudisql.metadata.partitions import partition_spec
-from hudisql.metadata.table import MetadataTable
+from hudisql.metadata.build import build_partitions
 from hudisql.table.table import HudiTable
 from hudisql.table.write_create import create_table
 from hudisql.table.write_slices import check_writable
@@ -46,13 +43,7 @@ from hudisql.write.tagging import FILE_ID, TagContext, tag_records
 def build_bloom_filters(path: str) -> None:
     """Build the table's ``bloom_filters`` metadata partition (hudisql's CREATE INDEX does
     not build it yet; its commits keep it once built)."""
-    table = HudiTable.open(path)
-    base = table.timeline.last_completed()
-    assert base is not None
-    records = build_partition_records(table, "bloom_filters")
-    count = file_group_count(partition_spec("bloom_filters").kind, len(records))
-    MetadataTable(table).build_partition("bloom_filters", records, base.timestamp, count)
-    set_partition_state(table, "bloom_filters", "completed")
+    build_partitions(HudiTable.open(path), ["bloom_filters"])
 
 
 def tag_once(session, path: str, batch, index_type: str) -> tuple[float, int]:  # type: ignore[no-untyped-def]

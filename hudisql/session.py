@@ -476,7 +476,9 @@ class HudiTableHandle:
             Base rows no log block touches are read by Spark's own parquet reader and the
             rest by the ``hudi`` data source (:mod:`hudisql.read.frame`); with the option
             ``hudisql.read.direct.parquet=false`` all of it by the data source. Other query
-            types are read by the data source.
+            types are read by the data source. With ``where`` keeping a few small slices
+            (``hudisql.read.local.max.bytes``), their rows are read at this call, on the
+            driver, and the DataFrame is a local relation of them (:mod:`hudisql.read.local`).
 
         Raises:
             HudiSqlError: a column the table does not have, a malformed ``as_of`` or

@@ -96,22 +96,66 @@ def secondary_strings(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pa.array([secondary_value(v) for v in values.to_pylist()], pa.string())
 
 
+#: The bytes secondary keys escape (``\\``, ``$``, NUL), as a lookup table over byte values.
+_ESCAPED_BYTES = np.zeros(256, dtype=bool)
+_ESCAPED_BYTES[[ord("\\"), ord("$"), 0]] = True
+
+
+def _needs_escaping(text: pa.Array) -> bool:
+    """Whether any value of a string array holds a byte :func:`escape_secondary` escapes
+    (one pass over the values' bytes: UTF-8 never uses ASCII bytes inside a multi-byte
+    character, so a byte test is exact)."""
+    if not len(text) or text.null_count == len(text):
+        return False
+    offset_type = np.int64 if pa.types.is_large_string(text.type) else np.int32
+    offsets = np.frombuffer(text.buffers()[1], dtype=offset_type)
+    start, end = int(offsets[text.offset]), int(offsets[text.offset + len(text)])
+    data = text.buffers()[2]
+    if data is None or end <= start:
+        return False
+    values = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
+    return bool(_ESCAPED_BYTES[values].any())
+
+
 def escape_secondary(text: pa.Array) -> pa.Array:
     """Hudi's escaping of secondary keys: ``\\``, ``$`` and NUL get a ``\\``; null is NUL."""
+    text = _plain(text)
+    if not _needs_escaping(text):  # the common case: only the nulls change
+        return pc.fill_null(text, "\0") if text.null_count else text
     escaped = pc.replace_substring(text, "\\", "\\\\")
     escaped = pc.replace_substring(escaped, "$", "\\$")
     escaped = pc.replace_substring(escaped, "\0", "\\\0")
     return pc.fill_null(escaped, "\0")
 
 
+def _exact_text(dtype: pa.DataType) -> bool:
+    """Whether equal values of ``dtype`` always have equal index text (so the text can be
+    made once per distinct value): strings, integers, booleans and dates (not floats:
+    ``0.0`` and ``-0.0`` are equal but print differently)."""
+    return bool(pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
+                or pa.types.is_integer(dtype) or pa.types.is_boolean(dtype)
+                or pa.types.is_date32(dtype))
+
+
 def secondary_index_keys(values: pa.Array | pa.ChunkedArray,
                          keys: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
     """Secondary-index keys (``escape(value)$escape(record key)``) of (value, key) pairs,
-    and their value parts ``escape(value)$`` (what they route by)."""
-    keys = _plain(keys).cast(pa.string())
-    value_part = escape_secondary(secondary_strings(values))
-    joined = pc.binary_join_element_wise(value_part, escape_secondary(keys), "$")
-    return joined, pc.binary_join_element_wise(value_part, "", "$")
+    and their value parts ``escape(value)$`` (what they route by).
+
+    Values of the usual types are dictionary-encoded first: each distinct value is turned
+    into its value part once, and the value parts come back as a dictionary array, which
+    :func:`~hudisql.metadata.partitions.file_group_indexes` hashes once per distinct value.
+    """
+    keys = escape_secondary(_plain(keys).cast(pa.string()))
+    values = _plain(values)
+    if _exact_text(values.type):
+        encoded = pc.dictionary_encode(values, null_encoding="encode")
+        parts = pc.binary_join_element_wise(
+            escape_secondary(secondary_strings(encoded.dictionary)), "", "$")
+        routes = pa.DictionaryArray.from_arrays(encoded.indices, parts)
+        return pc.binary_join_element_wise(parts.take(encoded.indices), keys, ""), routes
+    value_part = pc.binary_join_element_wise(escape_secondary(secondary_strings(values)), "", "$")
+    return pc.binary_join_element_wise(value_part, keys, ""), value_part
 
 
 def secondary_key_rows(joined: pa.Array | pa.ChunkedArray, deleted: bool = False) -> pa.Table:

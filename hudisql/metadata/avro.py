@@ -20,6 +20,9 @@ from decimal import Decimal
 from typing import Any
 
 import fastavro
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
@@ -301,12 +304,13 @@ _I32 = struct.Struct(">i")
 
 def data_block_content(
     records: Sequence[dict[str, Any]],
-    shared: Sequence[tuple[Sequence[str], dict[str, Any]]] = (),
+    shared: Sequence[tuple[Sequence[str] | pa.Array, dict[str, Any]]] = (),
 ) -> bytes:
     """An Avro data block's content: version, count, then length-prefixed records.
 
     ``shared``: (keys, template) pairs, records that are ``template`` with each key; their
-    payload (all but the key) is encoded once.
+    payload (all but the key) is encoded once, and the records are assembled column-wise
+    (Arrow) from the keys.
     """
     count = len(records) + sum(len(keys) for keys, _ in shared)
     out = bytearray(_I32.pack(_CONTENT_VERSION) + _I32.pack(count))
@@ -314,22 +318,34 @@ def data_block_content(
         raw = encode_record(record)
         out += _I32.pack(len(raw))
         out += raw
-    pack = _I32.pack
     for keys, template in shared:
-        payload = _payload(template)
-        heads: dict[int, bytes] = {}  # key byte length -> record length and key length
-        for key in keys:
-            raw_key = key.encode("utf-8")
-            head = heads.get(len(raw_key))
-            if head is None:
-                prefix = bytearray()
-                _long(prefix, len(raw_key))
-                head = heads[len(raw_key)] = pack(
-                    len(prefix) + len(raw_key) + len(payload)) + bytes(prefix)
-            out += head
-            out += raw_key
-            out += payload
+        out += _shared_records(keys, _payload(template))
     return bytes(out)
+
+
+def _shared_records(keys: Sequence[str] | pa.Array, payload: bytes) -> bytes:
+    """Length-prefixed records ``key + payload`` of each key, in order: each record is its
+    length (int32), the key's Avro length prefix, the key and the payload. The first two
+    depend on the key's byte length only: made once per length, then joined to the keys."""
+    if not len(keys):
+        return b""
+    array = keys if isinstance(keys, pa.Array) else pa.array(list(keys), pa.string())
+    raw = array.cast(pa.binary())
+    lengths = np.asarray(pc.binary_length(raw).to_numpy(zero_copy_only=False))
+    distinct = np.unique(lengths)
+    heads = []
+    for length in distinct.tolist():
+        prefix = bytearray()
+        _long(prefix, length)
+        heads.append(_I32.pack(len(prefix) + length + len(payload)) + bytes(prefix))
+    head = pa.array(heads, pa.binary()).take(pa.array(np.searchsorted(distinct, lengths)))
+    joined = pc.binary_join_element_wise(head, raw, pa.scalar(payload, pa.binary()),
+                                         pa.scalar(b"", pa.binary()))
+    # The records lie one after the other in the joined array's data buffer.
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32)
+    start, end = int(offsets[joined.offset]), int(offsets[joined.offset + len(joined)])
+    data = joined.buffers()[2]
+    return data.to_pybytes()[start:end] if data is not None else b""
 
 
 def _record_key(raw: bytes) -> str:

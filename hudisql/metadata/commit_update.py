@@ -20,8 +20,10 @@ import posixpath
 from collections.abc import Collection, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudisql.errors import MetadataTableError
+from hudisql.metadata.arrow_records import secondary_index_keys
 from hudisql.metadata.builders import (
     RECORD_KEY,
     DataFile,
@@ -37,7 +39,6 @@ from hudisql.metadata.keys import (
     RecordLocation,
     column_index_id,
     partition_index_id,
-    secondary_index_key,
 )
 from hudisql.metadata.partitions import MetadataPartitionType
 from hudisql.metadata.records import (
@@ -328,13 +329,16 @@ def _row_updates(
             for entries, voided in ((gone - added, True), (added - gone, False)):
                 if entries:  # one payload: isDeleted
                     out[spec.partition].shared.append(SharedRecords(
-                        [secondary_index_key(v, k) for v, k in sorted(entries, key=_pair_order)],
-                        secondary_index_record(None, "", deleted=voided)))
+                        _secondary_keys(entries), secondary_index_record(None, "",
+                                                                         deleted=voided)))
     return out
 
 
-def _pair_order(pair: tuple[str | None, str]) -> tuple[str, str]:
-    return (pair[0] if pair[0] is not None else "", pair[1])
+def _secondary_keys(pairs: Collection[Pair]) -> pa.Array:
+    """The secondary index keys of (value, record key) pairs, sorted (column-wise)."""
+    values, keys = zip(*pairs, strict=True)
+    joined, _ = secondary_index_keys(pa.array(values, pa.string()), pa.array(keys, pa.string()))
+    return joined.take(pc.sort_indices(joined))
 
 
 def deleted_files_updates(

@@ -212,13 +212,19 @@ def file_group_indexes(keys: pa.Array | pa.ChunkedArray | list[str], count: int)
     """:func:`file_group_index` of many keys at once (an int64 numpy array, in key order).
 
     ASCII keys (UTF-16 code units = bytes) are hashed from Arrow's buffers in numpy; the
-    others one by one.
+    others one by one. A dictionary array's keys are hashed once per dictionary entry.
     """
     if count < 1:
         raise MetadataTableError(f"a metadata partition needs at least one file group, not {count}")
     array = keys if isinstance(keys, pa.Array | pa.ChunkedArray) else pa.array(keys, pa.string())
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks else pa.array([], pa.string())
+    if isinstance(array, pa.DictionaryArray):  # each distinct key hashed once
+        if array.indices.null_count:
+            raise MetadataTableError("a metadata record key is null")
+        hashed = file_group_indexes(array.dictionary, count)
+        picked: np.ndarray = hashed[array.indices.to_numpy(zero_copy_only=False)]
+        return picked
     array = array.cast(pa.large_string())
     n = len(array)
     out = np.zeros(n, dtype=np.int64)

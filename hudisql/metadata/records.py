@@ -13,7 +13,7 @@ Builders make one record each; :func:`merge_records` applies Hudi's payload rule
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -70,7 +70,7 @@ class PartitionUpdate:
     shared: list[SharedRecords] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.records or self.deletes or any(s.keys for s in self.shared))
+        return bool(self.records or self.deletes or any(len(s.keys) for s in self.shared))
 
     def extend(self, other: PartitionUpdate) -> None:
         """Append another update's records and deletes (later ones win on merge)."""
@@ -80,15 +80,23 @@ class PartitionUpdate:
 
     def all_records(self) -> list[Record]:
         """Every record, the shared ones as records of their own."""
-        return self.records + [{**s.template, "key": k} for s in self.shared for k in s.keys]
+        return self.records + [{**s.template, "key": k} for s in self.shared
+                               for k in s.key_array().to_pylist()]
 
 
 @dataclass
 class SharedRecords:
-    """Records of many keys with one payload: ``template`` with each of ``keys``."""
+    """Records of many keys with one payload: ``template`` with each of ``keys`` (a list,
+    or an Arrow string array: written without a Python object per key)."""
 
-    keys: list[str]
+    keys: Sequence[str] | pa.Array
     template: Record
+
+    def key_array(self) -> pa.Array:
+        """The keys as an Arrow string array."""
+        if isinstance(self.keys, pa.Array):
+            return self.keys
+        return pa.array(list(self.keys), pa.string())
 
 
 def _base(key: str, record_type: int) -> Record:

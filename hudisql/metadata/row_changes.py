@@ -49,15 +49,15 @@ class RowChanges:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able form (a Spark task hands it to the driver)."""
+        # Pairs are tuples: JSON writes them as arrays.
         return {"inserted": self.inserted, "removed": self.removed,
-                "secondary": {c: [[list(p) for p in gone], [list(p) for p in added]]
-                              for c, (gone, added) in self.secondary.items()}}
+                "secondary": {c: [gone, added] for c, (gone, added) in self.secondary.items()}}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RowChanges:
         """The inverse of :meth:`to_dict`."""
         return cls(list(data["inserted"]), list(data["removed"]),
-                   {c: ([(v, k) for v, k in gone], [(v, k) for v, k in added])
+                   {c: (list(map(tuple, gone)), list(map(tuple, added)))
                     for c, (gone, added) in data["secondary"].items()})
 
     @classmethod
@@ -72,10 +72,19 @@ class RowChanges:
         if before is None and after is None:
             return out
         empty_keys = pa.array([], pa.string())
-        old_keys = _column(before, RECORD_KEY) if before is not None else empty_keys
-        new_keys = _column(after, RECORD_KEY) if after is not None else empty_keys
-        came = pc.invert(pc.is_in(new_keys, value_set=old_keys))
-        went = pc.invert(pc.is_in(old_keys, value_set=new_keys))
+        old_keys = (_column(before, RECORD_KEY).cast(pa.string()) if before is not None
+                    else empty_keys)
+        new_keys = (_column(after, RECORD_KEY).cast(pa.string()) if after is not None
+                    else empty_keys)
+        # Each row after -> its key's row before (null: a new key); one hash of the keys
+        # before, no join.
+        position = pc.index_in(new_keys, value_set=old_keys)
+        came = pc.is_null(position)
+        stays = pc.invert(came)
+        matched = position.filter(stays)
+        kept = np.zeros(len(old_keys), dtype=bool)
+        kept[np.asarray(matched.to_numpy(zero_copy_only=False), dtype=np.int64)] = True
+        went = pa.array(~kept)
         out.inserted = new_keys.filter(came).to_pylist()
         out.removed = old_keys.filter(went).to_pylist()
         for column in columns:
@@ -88,15 +97,13 @@ class RowChanges:
                 added.extend(zip(new_values.filter(came).to_pylist(), out.inserted, strict=True))
             if old_values is None or new_values is None:
                 continue
-            joined = pa.table({"k": old_keys, "v": old_values}).join(
-                pa.table({"k": new_keys, "w": new_values}), "k", join_type="inner")
-            v, w = joined.column("v"), joined.column("w")
+            v, w = old_values.take(matched), new_values.filter(stays)
             same = pc.or_(pc.fill_null(pc.equal(v, w), False),
                           pc.and_(pc.is_null(v), pc.is_null(w)))
-            changed = joined.filter(pc.invert(same))
-            keys = changed.column("k").to_pylist()
-            gone.extend(zip(changed.column("v").to_pylist(), keys, strict=True))
-            added.extend(zip(changed.column("w").to_pylist(), keys, strict=True))
+            changed = pc.invert(same)
+            keys = new_keys.filter(stays).filter(changed).to_pylist()
+            gone.extend(zip(v.filter(changed).to_pylist(), keys, strict=True))
+            added.extend(zip(w.filter(changed).to_pylist(), keys, strict=True))
         return out
 
 
@@ -161,8 +168,9 @@ def log_write_changes(
                                 columns=[RECORD_KEY, *columns], schema=table.schema,
                                 visible=AsOf(table.timeline, instant_time, include=True))
         return RowChanges.of(before.select([RECORD_KEY, *columns]), after, columns)
-    n = before.num_rows
-    take = np.arange(n, dtype=np.int64)
+    # Only the records' rows and the deleted keys change: compare those, not the group.
+    spots = np.zeros(0, dtype=np.int64)  # rows before that a record replaces ...
+    winners = np.zeros(0, dtype=np.int64)  # ... and the records replacing them
     if incoming is not None and position is not None:
         wins = pc.is_valid(position)
         if ordering is not None:
@@ -172,14 +180,27 @@ def log_write_changes(
             wins = pc.and_(wins, pc.fill_null(newer, True))
         spots = np.asarray(pc.filter(position, wins).cast(pa.int64()))
         winners = np.flatnonzero(np.asarray(wins.to_numpy(zero_copy_only=False)))
-        take[spots] = n + winners
-    kept = pc.invert(pc.is_in(old_keys, value_set=pa.array(list(deleted_keys), pa.string())))
-    after_columns = [old_keys]
+    gone_mask = pc.is_in(old_keys, value_set=pa.array(list(deleted_keys), pa.string()))
+    gone_rows = np.asarray(gone_mask.to_numpy(zero_copy_only=False), dtype=bool)
+    alive = ~gone_rows[spots]  # a key deleted in the same log stays deleted
+    spots, winners = spots[alive], winners[alive]
+    out = RowChanges(removed=old_keys.filter(gone_mask).to_pylist(),
+                     secondary={c: ([], []) for c in columns})
+    kept_keys = old_keys.take(pa.array(spots))
     for column in columns:
+        gone, added = out.secondary[column]
         old_values = _column(before, column)
-        if incoming is not None:
-            new_values = _column(incoming, column).cast(old_values.type)
-            old_values = pa.concat_arrays([old_values, new_values]).take(pa.array(take))
-        after_columns.append(old_values)
-    after = pa.Table.from_arrays(after_columns, names=[RECORD_KEY, *columns]).filter(kept)
-    return RowChanges.of(before.select([RECORD_KEY, *columns]), after, columns)
+        gone.extend(zip(secondary_strings(old_values.filter(gone_mask)).to_pylist(),
+                        out.removed, strict=True))
+        if incoming is None or not len(spots):
+            continue
+        v = secondary_strings(old_values.take(pa.array(spots)))
+        w = secondary_strings(_column(incoming, column).cast(old_values.type)
+                              .take(pa.array(winners)))
+        same = pc.or_(pc.fill_null(pc.equal(v, w), False),
+                      pc.and_(pc.is_null(v), pc.is_null(w)))
+        changed = pc.invert(same)
+        keys = kept_keys.filter(changed).to_pylist()
+        gone.extend(zip(v.filter(changed).to_pylist(), keys, strict=True))
+        added.extend(zip(w.filter(changed).to_pylist(), keys, strict=True))
+    return out

@@ -40,6 +40,7 @@ from hudisql.metadata.skipping_indexes import (
     SkipContext,
     Step,
     secondary_index_steps,
+    value_bloom_steps,
 )
 from hudisql.metadata.skipping_model import OPERATORS, Predicate, SkippingResult, SkippingStep
 from hudisql.metadata.table import MetadataTable
@@ -120,7 +121,7 @@ def skip_file_slices(table: HudiTable, slices: Sequence[FileSlice],
 def _steps(context: SkipContext) -> list[tuple[str, Step]]:
     first, *rest = STEPS
     assert first[0] == RECORD_INDEX
-    return [first, *secondary_index_steps(context), *rest]
+    return [first, *secondary_index_steps(context), *value_bloom_steps(context), *rest]
 
 
 def _context(table: HudiTable, as_of: str | None) -> SkipContext | None:

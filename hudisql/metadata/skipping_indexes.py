@@ -16,7 +16,10 @@ Soundness rules (a slice holding a matching row is never dropped):
   field): then it rules out every other slice, and an absent key rules out all;
 - a secondary index is used only when keys fix the partition (its entries are
   ``value$key``: two rows of one key in two partitions share an entry);
-- bloom filters cover base files only: a slice with log files is kept;
+- bloom filters of record keys cover base files only: a slice with log files is kept;
+  bloom filters of a column's values (an identity expression index) cover every file of
+  a slice, base and logs, and drop it only when each file has one and none may hold a
+  wanted value;
 - column stats drop a slice only when **every** file of it (base and logs) has statistics
   for the column and none admits the predicate; partition stats drop a whole partition
   when its range admits nothing, for partitions without log files only and never for
@@ -47,7 +50,11 @@ from hudisql.metadata.keys import (
     secondary_key_prefix,
     split_secondary_index_key,
 )
-from hudisql.metadata.partitions import NON_PARTITIONED_NAME, SECONDARY_INDEX_PREFIX
+from hudisql.metadata.partitions import (
+    EXPR_INDEX_PREFIX,
+    NON_PARTITIONED_NAME,
+    SECONDARY_INDEX_PREFIX,
+)
 from hudisql.metadata.records import Record, column_range, is_live, live_files, value_kind
 from hudisql.metadata.skipping_model import Predicate
 from hudisql.metadata.skipping_values import INEXACT, column_value, comparable, range_may_match
@@ -280,6 +287,55 @@ def bloom_filter_step(ctx: SkipContext, slices: list[FileSlice],
         if not keys or not bloom.might_contain_many(keys).any():
             ruled_out.add(id(s))
     return [s for s in slices if id(s) not in ruled_out]
+
+
+def value_bloom_steps(ctx: SkipContext) -> list[tuple[str, Step]]:
+    """One step per completed bloom filter index of a column's own values (``CREATE INDEX
+    ... USING bloom_filters (col)`` on a column that is not the record key: an identity
+    expression index), for ``col = v`` / ``IN``."""
+    out: list[tuple[str, Step]] = []
+    for partition in sorted(ctx.partitions):
+        definition = ctx.definitions.get(partition)
+        if (not partition.startswith(EXPR_INDEX_PREFIX) or definition is None
+                or definition.index_type != BLOOM_FILTERS
+                or definition.index_function != "identity"
+                or len(definition.source_fields) != 1):
+            continue
+        out.append((partition, _value_bloom_step(partition, definition.source_fields[0])))
+    return out
+
+
+def _value_bloom_step(partition: str, column: str) -> Step:
+    def step(ctx: SkipContext, slices: list[FileSlice], predicates: Sequence[Predicate]
+             ) -> list[FileSlice] | None:
+        values = _equal_values(ctx, predicates, column)
+        dtype = ctx.dtype(column)
+        if values is None or dtype is None:
+            return None
+        # The filters hold each file's values as the index stores them (Java toString).
+        texts = secondary_strings(pa.array(values, dtype).drop_null()).to_pylist()
+        files = {id(s): [f.name for f in ([s.base_file] if s.base_file else [])] +
+                 [log.name for log in s.log_files] for s in slices}
+        keys = {(s.partition_path, name): bloom_filter_key(s.partition_path, name)
+                for s in slices for name in files[id(s)]}
+        records = ctx.read(partition, sorted(set(keys.values()))) if keys else {}
+
+        def may_hold(s: FileSlice) -> bool:
+            names = files[id(s)]
+            if not names:
+                return True
+            for name in names:
+                record = records.get(keys[(s.partition_path, name)])
+                meta = record.get("BloomFilterMetadata") if record is not None else None
+                if meta is None or not is_live(record):  # type: ignore[arg-type]
+                    return True  # a file without a filter: it may hold anything
+                bloom = BloomFilter.deserialize(meta["bloomFilter"], meta["type"])
+                if texts and bloom.might_contain_many(texts).any():
+                    return True
+            return False
+
+        return [s for s in slices if may_hold(s)]
+    return step
 
 
 def _stats_predicates(ctx: SkipContext, partition: str, predicates: Sequence[Predicate]

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -290,12 +291,17 @@ class MetadataTable:
                 for index, file_id in enumerate(ids)]
 
     def write_base_file(
-        self, partition: str, file_id: str, rows: pa.Table, instant_time: str
+        self, partition: str, file_id: str, rows: pa.Table, instant_time: str,
+        routed: bool = False,
     ) -> WriteStat:
         """Write one file group's base file: ``rows`` (base-file shape), sorted by key.
 
         A pure function of storage, so a Spark task can write its file group; the rows must
         all route to ``file_id``. A re-run replaces the file (a half-built partition).
+
+        Args:
+            routed: the caller routed the rows with :meth:`PartitionSpec.route` itself (an
+                index build's writer): they are not hashed again to check.
 
         Raises:
             MetadataTableError: a row whose key belongs to another file group.
@@ -303,7 +309,12 @@ class MetadataTable:
         ids = self.require_groups(partition)
         index = ids.index(file_id) if file_id in ids else -1
         spec = partition_spec(partition)
-        if rows.num_rows and (spec.route(rows.column("key"), len(ids)) != index).any():
+        if index < 0:
+            raise MetadataTableError(
+                f"metadata partition {partition} has no file group {file_id} (it has "
+                f"{', '.join(ids)})")
+        if (rows.num_rows and not routed
+                and (spec.route(rows.column("key"), len(ids)) != index).any()):
             raise MetadataTableError(
                 f"rows given for file group {file_id} of metadata partition {partition} hold "
                 "keys of other file groups; route them with PartitionSpec.route"
@@ -321,12 +332,14 @@ class MetadataTable:
         name = BaseFileName(file_id, BUILD_TOKEN, instant_time).format()
         rel = posixpath.join(partition, name)
         sink = io.BytesIO()
-        # Row groups of about a megabyte: a lookup by key decodes only the row groups
+        # Row groups of about two megabytes: a lookup by key decodes only the row groups
         # whose key range holds it (rows are sorted by key), not the whole file. Statistics
-        # of the key only (what lookups prune by), no dictionaries but the record type's:
-        # half the write time of the defaults, and smaller files.
+        # of the key only (what lookups prune by), dictionaries only for the record type
+        # and the record index's locations (few per file group; parquet falls back to
+        # plain pages when there are many): half the write time of the defaults, and
+        # smaller files.
         pq.write_table(rows, sink, compression="zstd", store_schema=False,
-                       row_group_size=_row_group_rows(rows), use_dictionary=["type"],
+                       row_group_size=_row_group_rows(rows), use_dictionary=_DICTIONARY,
                        write_statistics=["key"])
         data = sink.getvalue()
         write_marker(self.storage, instant_time, partition, name, "CREATE")
@@ -430,7 +443,8 @@ class MetadataTable:
             spec = partition_spec(partition)
             routed = _route(spec, update.records, len(ids))
             deleted = _route(spec, update.deletes, len(ids))
-            shared = [(_route(spec, s.keys, len(ids)), s.template) for s in update.shared]
+            shared = [(_route_array(spec, s.key_array(), len(ids)), s.template)
+                      for s in update.shared]
             for index, file_id in enumerate(ids):
                 rows, gone = routed.get(index, []), deleted.get(index, [])
                 alike = [(keys[index], t) for keys, t in shared if index in keys]
@@ -589,16 +603,41 @@ class MetadataTable:
 
 
 #: About how many bytes (in memory) of records one row group of a base file holds.
-ROW_GROUP_BYTES = 1 << 20
+ROW_GROUP_BYTES = 2 << 20
+#: The base files' dictionary-encoded columns: the record type and the record index's
+#: location fields (the data file groups a metadata file group's keys live in).
+_DICTIONARY = ["type", *(f"recordIndexMetadata.{name}" for name in (
+    "partitionName", "fileIdHighBits", "fileIdLowBits", "fileIndex", "fileId", "instantTime",
+    "fileIdEncoding"))]
+#: At most this many rows per row group: a lookup decodes every column of its row group,
+#: the payloads a partition leaves null too (about fifty leaf columns).
+ROW_GROUP_MAX_ROWS = 1 << 15
 
 
 def _row_group_rows(rows: pa.Table) -> int:
-    """Rows per row group so that a group holds about :data:`ROW_GROUP_BYTES`."""
+    """Rows per row group so that a group holds about :data:`ROW_GROUP_BYTES` of the
+    columns that hold values (the payloads a partition does not use are all null: they
+    cost little on disk, though their cached null runs are large in memory), at most
+    :data:`ROW_GROUP_MAX_ROWS`."""
     count = int(rows.num_rows)
     if not count:
         return 1
-    per_row = max(1, int(rows.nbytes) // count)
-    return max(1, min(count, ROW_GROUP_BYTES // per_row))
+    used = sum(int(c.nbytes) for c in rows.columns if c.null_count < count)
+    per_row = max(1, used // count)
+    return max(1, min(count, ROW_GROUP_MAX_ROWS, ROW_GROUP_BYTES // per_row))
+
+
+def _route_array(spec: PartitionSpec, keys: pa.Array, count: int) -> dict[int, pa.Array]:
+    """Keys (an Arrow array) by the file group they go to, each group's a zero-copy slice
+    of the keys ordered by group."""
+    if not len(keys):
+        return {}
+    groups = spec.route(keys, count)
+    order = np.argsort(groups, kind="stable")
+    ordered = keys.take(pa.array(order))
+    found, starts, counts = np.unique(groups[order], return_index=True, return_counts=True)
+    return {int(g): ordered.slice(int(s), int(n))
+            for g, s, n in zip(found.tolist(), starts.tolist(), counts.tolist(), strict=True)}
 
 
 def _route(spec: PartitionSpec, items: Sequence[Any], count: int) -> dict[int, list[Any]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from hudisql.read.local import LOCAL_MAX_BYTES
 from hudisql.read.options import (
     AS_OF_INSTANT,
     DATA_SKIPPING,
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str],
                as_of: str | None = None, schema: StructType | None = None,
-               where: str | None = None) -> DataFrame:
+               where: str | None = None, filter_rows: bool = True) -> DataFrame:
     """``table`` read with the ``hudi`` data source ``options``; returns the DataFrame.
 
     Args:
@@ -43,7 +44,11 @@ def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str]
         where: a SQL predicate: only slices that may hold matching rows are read (partition
             paths, then the metadata table's indexes unless ``hoodie.enable.data.skipping``
             is ``false`` in ``options`` or, without it there, in the Spark session's
-            configuration), and the rows are filtered by it.
+            configuration), and the rows are filtered by it. A few small kept slices are
+            read on the driver (:mod:`hudisql.read.local`, unless
+            ``hudisql.read.local.max.bytes`` is ``0`` in ``options`` or the session).
+        filter_rows: ``False``: the rows of the kept slices are returned whole, for a caller
+            that applies ``where`` itself (a SQL statement's own conjuncts).
 
     Raises:
         HudiSqlError: a malformed ``as_of`` or ``where``.
@@ -52,14 +57,16 @@ def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str]
     if where is not None and schema is not None and not _columns(where) <= {
             f.name.lower() for f in schema.fields}:
         # The predicate needs columns the projection leaves out: filter, then project.
-        return read_frame(spark, table, options, as_of, None, where).select(
+        return read_frame(spark, table, options, as_of, None, where, filter_rows).select(
             *schema.fieldNames())
     merged = dict(options)
-    if not any(key.lower() == DATA_SKIPPING for key in merged):
-        # ``SET hoodie.enable.data.skipping=false`` in the Spark session, as Hudi reads it.
-        configured = spark.conf.get(DATA_SKIPPING, None)
-        if configured is not None:
-            merged[DATA_SKIPPING] = configured
+    for setting in (DATA_SKIPPING, LOCAL_MAX_BYTES):
+        if not any(key.lower() == setting for key in merged):
+            # ``SET hoodie.enable.data.skipping=false`` in the Spark session, as Hudi reads
+            # it (and ``SET hudisql.read.local.max.bytes=0``).
+            configured = spark.conf.get(setting, None)
+            if configured is not None:
+                merged[setting] = configured
     direct = merged.pop(DIRECT_PARQUET, "true").strip().lower() != "false"
     snapshot = merged.get(QUERY_TYPE, SNAPSHOT).strip().lower() == SNAPSHOT
     frame = None
@@ -76,7 +83,7 @@ def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str]
         if schema is not None:
             reader = reader.schema(schema)
         frame = reader.load(table.base_path)
-    return frame if where is None else frame.where(where)
+    return frame if where is None or not filter_rows else frame.where(where)
 
 
 def _columns(where: str) -> set[str]:

@@ -233,6 +233,9 @@ class SliceSelection:
     total: int
     kept: list[FileSlice]
     steps: list[SkippingStep] = field(default_factory=list)
+    #: The predicate's conjuncts the indexes could use (parsed once, for the row tests of
+    #: :mod:`hudisql.read.local`).
+    predicates: list[Predicate] = field(default_factory=list)
 
     def describe(self) -> str:
         """``kept 3 of 40 file slices (partition 40->10, record_index 10->3)``."""
@@ -259,6 +262,7 @@ def select_slices(table: HudiTable, slices: Sequence[FileSlice], where: str | No
     from hudisql.metadata.skipping import parse_predicates, skip_file_slices
 
     predicates = parse_predicates(where)
+    selection.predicates = predicates
     if not predicates:
         return selection
     fields = set(table.properties.partition_fields)

@@ -40,6 +40,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from hudisql.read.datasource import spark_schema
+from hudisql.read.local import LOCAL_MAX_BYTES, local_frame, max_bytes
 from hudisql.read.options import (
     AS_OF_INSTANT,
     SLICES,
@@ -148,6 +149,8 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     """
     options = dict(options)
     split = options.pop(SPLIT_TOUCHED, "false").strip().lower() == "true"
+    budget = max_bytes(options)
+    options = {k: v for k, v in options.items() if k.lower() != LOCAL_MAX_BYTES}
     plan = plan_snapshot(table, as_of, split, where, data_skipping_enabled(options))
     if plan is None:
         return None
@@ -155,8 +158,16 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     full = spark_schema(table, path)
     columns = (schema or full).fieldNames()
     parts: list[DataFrame] = []
+    if not plan.touched and plan.selection is not None and plan.selection.predicates:
+        # A few small slices kept by the predicate: read here, no Spark job.
+        local = local_frame(spark, table, plan.selection.kept, plan.snapshot, _plain(full),
+                            plan.selection.predicates, budget)
+        if local is not None:
+            return local if columns == full.fieldNames() else local.select(*columns)
     if plan.base_files:
-        parts.append(_base_rows(spark, full, plan).select(*columns))
+        rows = _base_rows(spark, full, plan)
+        # (Each select is one more analysis of the plan: none when nothing changes.)
+        parts.append(rows if columns == full.fieldNames() else rows.select(*columns))
     if plan.touched or plan.whole or not parts:
         reader = spark.read.format("hudi")
         for key, value in options.items():
@@ -191,12 +202,17 @@ def _kind(table: HudiTable, file_slice: FileSlice, snapshot: str, budget: int
                      RECORD_KEY_COLUMN: keys})
 
 
+def _plain(full: StructType) -> StructType:
+    """The table's Spark schema without field metadata (columns a file lacks read as
+    nulls)."""
+    return StructType([StructField(f.name, f.dataType, f.nullable) for f in full.fields])
+
+
 def _base_rows(spark: SparkSession, full: StructType, plan: SnapshotPlan) -> DataFrame:
     """The rows of the plan's base files through Spark's parquet reader (in the table's
     Spark schema ``full``), minus superseded ones: only the files with superseded rows go
     through the anti-join."""
-    # The table's schema without field metadata: columns a file lacks read as nulls.
-    plain = StructType([StructField(f.name, f.dataType, f.nullable) for f in full.fields])
+    plain = _plain(full)
     keys = pa.concat_tables(plan.superseded) if plan.superseded else None
     if keys is None or not keys.num_rows:
         return spark.read.schema(plain).parquet(*plan.base_files)

@@ -6,17 +6,19 @@ initialization instant (``<base instant>010``, the next free suffix when a parti
 already used it), partitions built from the data table as Spark jobs, coverage of a data
 instant by a metadata deltacommit, and dropping partitions.
 
-A build is one Spark job of two stages, each a ``mapInArrow``: no metadata row crosses
-into the JVM as a row. The first stage has one task per unit of work calling the metadata
-builders on executors: a latest file slice (record and secondary indexes: the slice's
-record keys, or its secondary keys, are all it sends) or a data partition (files, column
-stats, bloom filters, partition stats, expression indexes: records per committed file).
-Each task routes what it made to its file groups and hands the shuffle one Arrow IPC piece
-per file group. The second stage has one task per file group (a hash partitioning of the
-group numbers): it sorts the group's keys, builds the rows column-wise, merges the records
-of one key by Hudi's payload rules and writes the group's base file. The driver plans,
-writes base files for groups no row went to, completes the metadata instant, and reports
-progress while the job runs from the markers the first stage's tasks leave per unit.
+A build is two Spark jobs, each a ``mapInArrow``: no metadata row crosses into the JVM as
+a row, and nothing goes through Spark's shuffle. The first job has one task per unit of work
+calling the metadata builders on executors: a latest file slice (record and secondary
+indexes: the slice's record keys, or its secondary keys, are all it sends) or a data
+partition (files, column stats, bloom filters, partition stats, expression indexes: records
+per committed file). Each unit's output, routed to its file groups, is one file in the
+build's staging folder (``.hoodie/.temp/<instant>/index``) holding one Arrow IPC stream per
+file group; the task tells the driver where each piece is. The second job has one task per
+slot, each writing a share of the file groups: it reads the group's pieces, sorts its keys,
+builds the rows column-wise, merges the records of one key by Hudi's payload rules and
+writes the group's base file (an empty one when no row went to the group). The driver
+plans, completes the metadata instant, removes the staging folder, and reports progress
+while the first job runs by counting its files.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import contextlib
 import os
 import posixpath
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -102,8 +105,9 @@ _STATS_SCHEMA = pa.schema([("path", pa.string()), ("file_id", pa.string()),
                            ("bytes", pa.int64())])
 _STATS = "path string, file_id string, partition string, rows long, bytes long"
 _PIECES_SCHEMA = pa.schema([("target", pa.int32()), ("unit", pa.int32()),
-                            ("rows", pa.int64()), ("piece", pa.binary())])
-_PIECES = "target int, unit int, rows long, piece binary"
+                            ("rows", pa.int64()), ("file", pa.string()),
+                            ("offset", pa.int64()), ("length", pa.int64())])
+_PIECES = "target int, unit int, rows long, file string, offset long, length long"
 #: A piece column: what the rows route by, when the unit made it (dropped before sending).
 _ROUTE = "route"
 #: Partitions whose pieces travel as their keys only (the rows are built by the writer).
@@ -240,10 +244,10 @@ def _ipc(rows: pa.Table) -> bytes:
 def _stage_rows(path: str, staging: str, units: list[_Unit], targets: Mapping[tuple[str, int], int],
                 groups: Mapping[str, int], definitions: Mapping[str, IndexDefinition]
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The first stage's task: the rows of the units it is given, routed to their file
-    groups; one output row per (unit, file group) with the rows as Arrow IPC bytes (the
-    shuffle takes them to the file group's writer). A unit done leaves a marker in
-    ``staging`` (the driver counts them for progress)."""
+    """The first job's task: the rows of the units it is given, routed to their file
+    groups. Each unit's pieces (one Arrow IPC stream per file group it reaches) go to one
+    file in ``staging`` (named by the unit, so the driver counts the files for progress);
+    the task returns where each piece is (file, offset, length) for the second job."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = HudiTable.open(path)
@@ -251,28 +255,37 @@ def _stage_rows(path: str, staging: str, units: list[_Unit], targets: Mapping[tu
             for index in batch.column(0).to_pylist():
                 unit = units[int(index)]
                 rows = _unit_piece(table, unit, definitions)
-                out: dict[str, list[object]] = {"target": [], "unit": [], "rows": [],
-                                                "piece": []}
+                # A unique name per attempt: a retried task never rewrites a file the
+                # driver was told about.
+                name = f"{staging}/{int(index):07d}-{uuid.uuid4().hex[:12]}"
+                out: dict[str, list[object]] = {k: [] for k in _PIECES_SCHEMA.names}
+                blobs: list[bytes] = []
+                offset = 0
                 if rows.num_rows:
                     # The partition's own routing (secondary keys by their value part);
                     # rows ordered by file group once, then cut into zero-copy slices.
+                    count = groups[unit.partition]
                     if _ROUTE in rows.column_names:  # secondary keys' value parts, as made
-                        fgs = file_group_indexes(rows.column(_ROUTE), groups[unit.partition])
+                        fgs = file_group_indexes(rows.column(_ROUTE), count)
                         rows = rows.drop_columns([_ROUTE])
                     else:
-                        fgs = partition_spec(unit.partition).route(rows.column("key"),
-                                                                   groups[unit.partition])
-                    order = np.argsort(fgs, kind="stable")
+                        fgs = partition_spec(unit.partition).route(rows.column("key"), count)
+                    # int16 group numbers get numpy's radix sort.
+                    small = count <= np.iinfo(np.int16).max
+                    order = np.argsort(fgs.astype(np.int16) if small else fgs, kind="stable")
                     ordered = rows.take(pa.array(order))
                     found, starts, counts = np.unique(fgs[order], return_index=True,
                                                       return_counts=True)
-                    for fg, start, count in zip(found.tolist(), starts.tolist(),
-                                                counts.tolist(), strict=True):
-                        out["target"].append(targets[(unit.partition, fg)])
-                        out["unit"].append(int(index))
-                        out["rows"].append(count)
-                        out["piece"].append(_ipc(ordered.slice(start, count)))
-                table.storage.write_bytes(f"{staging}/{int(index):07d}", b"")
+                    for fg, start, n in zip(found.tolist(), starts.tolist(), counts.tolist(),
+                                            strict=True):
+                        blob = _ipc(ordered.slice(start, n))
+                        for key, value in (("target", targets[(unit.partition, fg)]),
+                                           ("unit", int(index)), ("rows", n), ("file", name),
+                                           ("offset", offset), ("length", len(blob))):
+                            out[key].append(value)
+                        blobs.append(blob)
+                        offset += len(blob)
+                table.storage.write_bytes(name, b"".join(blobs))
                 yield pa.RecordBatch.from_pydict(out, schema=_PIECES_SCHEMA)
     return run
 
@@ -298,30 +311,40 @@ def _merged_rows(rows: pa.Table, keys_sorted: bool = False) -> pa.Table:
     return S.to_parquet_rows(list(merged.values()))
 
 
+@dataclass(frozen=True)
+class _Piece:
+    """Where one unit's rows for one file group are: a byte range of a first-job file."""
+
+    unit: int
+    file: str
+    offset: int
+    length: int
+
+
 def _write_groups(path: str, groups: list[tuple[str, int, str]], units: Sequence[_Unit],
-                  instant_time: str
+                  pieces: Mapping[int, Sequence[_Piece]], instant_time: str
                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The second stage's task: the base file of each file group whose pieces it is given."""
+    """The second job's task: the base file of each file group it is given (by number in
+    ``groups``), from the group's pieces the first job wrote (none: an empty base file)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        pieces: dict[int, list[tuple[int, pa.Table]]] = {}
+        table = HudiTable.open(path)
+        mdt = MetadataTable(table)
         for batch in batches:
-            for target, unit, blob in zip(batch.column("target").to_pylist(),
-                                          batch.column("unit").to_pylist(),
-                                          batch.column("piece").to_pylist(), strict=True):
-                pieces.setdefault(int(target), []).append(
-                    (int(unit), pa.ipc.open_stream(blob).read_all()))
-        if not pieces:
-            return
-        mdt = MetadataTable(HudiTable.open(path))
-        for target, found in sorted(pieces.items()):
-            partition, _, file_id = groups[target]
-            rows = _group_rows(partition, found, units)
-            stat = mdt.write_base_file(partition, file_id, rows, instant_time)
-            yield pa.RecordBatch.from_pylist([{
-                "path": stat.path, "file_id": stat.file_id, "partition": partition,
-                "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}],
-                schema=_STATS_SCHEMA)
+            for target in batch.column(0).to_pylist():
+                partition, _, file_id = groups[int(target)]
+                found = []
+                for piece in pieces.get(int(target), ()):
+                    with table.storage.open_input_file(piece.file) as f:
+                        blob = f.read_at(piece.length, piece.offset)
+                    found.append((piece.unit, pa.ipc.open_stream(blob).read_all()))
+                rows = (_group_rows(partition, found, units) if found
+                        else S.to_parquet_rows([]))
+                stat = mdt.write_base_file(partition, file_id, rows, instant_time, routed=True)
+                yield pa.RecordBatch.from_pylist([{
+                    "path": stat.path, "file_id": stat.file_id, "partition": partition,
+                    "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}],
+                    schema=_STATS_SCHEMA)
     return run
 
 
@@ -368,7 +391,8 @@ def _progress(table: HudiTable, staging: str, total: int,
         reported = -1
         while not stop.wait(PROGRESS_INTERVAL):
             with contextlib.suppress(OSError):
-                done = len(table.storage.list_dir(staging))
+                # One file per unit (a retried unit may leave two): count the units.
+                done = len({f.name[:7] for f in table.storage.list_dir(staging)})
                 if done != reported and done < total:
                     reported = done
                     on_progress(done, total)
@@ -472,22 +496,22 @@ class IndexBackend:
         slots = task_slots(spark)
         size = sum(_unit_bytes(u) for u in units)
         readers = min(len(units), MAX_TASKS, max(slots, -(-size // BYTES_PER_TASK)))
-        job = spark.range(len(units), numPartitions=max(1, readers)) \
-            .mapInArrow(_stage_rows(table.base_path, staging, units, targets,
-                                    {p: len(v) for p, v in ids.items()}, definitions),
-                        _PIECES) \
-            .repartition(max(1, min(len(groups), slots)), "target") \
-            .mapInArrow(_write_groups(table.base_path, groups, units, init), _STATS)
+        staged = spark.range(len(units), numPartitions=max(1, readers)).mapInArrow(
+            _stage_rows(table.base_path, staging, units, targets,
+                        {p: len(v) for p, v in ids.items()}, definitions), _PIECES)
         with _progress(table, staging, len(units), on_progress):
-            rows = job.collect()
-        written = {(row["partition"], row["file_id"]) for row in rows}
+            located = staged.collect()
+        pieces: dict[int, list[_Piece]] = {}
+        for row in located:
+            pieces.setdefault(int(row["target"]), []).append(
+                _Piece(int(row["unit"]), row["file"], int(row["offset"]), int(row["length"])))
+        writers = max(1, min(len(groups), MAX_TASKS, slots))
+        rows = spark.range(len(groups), numPartitions=writers).mapInArrow(
+            _write_groups(table.base_path, groups, units, pieces, init), _STATS).collect()
         stats = [WriteStat(file_id=row["file_id"], path=row["path"], num_writes=row["rows"],
                            num_inserts=row["rows"], partition_path=row["partition"],
                            total_write_bytes=row["bytes"], file_size_in_bytes=row["bytes"])
                  for row in rows]
-        for partition, _, file_id in groups:  # file groups no row went to: empty base files
-            if (partition, file_id) not in written:
-                stats.append(mdt.write_base_file(partition, file_id, S.to_parquet_rows([]), init))
         table.storage.delete_dir(staging)
         mdt.reload().complete_instant(init, stats)
 

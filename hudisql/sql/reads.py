@@ -1,14 +1,16 @@
-"""SQL by name reads each hudi table reference through its own pruned, fast view.
+"""SQL by name reads each hudi table reference through its own pruned, fast DataFrame.
 
 Spark resolves a catalog table to one relation per reference and runs the ``hudi`` data
 source for every file slice; a relation's plan is reused across its scans (Spark 4.3, see
 ``hudisql.read.datasource``), so pushed filters cannot prune. Before a query reaches Spark,
 each reference to a hudi catalog table in it is replaced, in the statement's own text, by a
-temporary view built as ``t.read(where=...)`` is (:func:`hudisql.read.frame.read_frame`):
-base files alone by Spark's parquet reader, slices with log files by the data source, only
-the slices that may hold rows matching the reference's own conjuncts. One view per reference
-(a self-join or a union of one table gets two), made for this statement and dropped once
-Spark analyzed it: nothing is reused, so nothing is lost.
+DataFrame built as ``t.read(where=...)`` is (:func:`hudisql.read.frame.read_frame`): base
+files alone by Spark's parquet reader, slices with log files by the data source, only the
+slices that may hold rows matching the reference's own conjuncts. One DataFrame per
+reference (a self-join or a union of one table gets two), made for this statement and bound
+as a ``spark.sql`` DataFrame parameter (:mod:`hudisql.sql.statement_frames`, no temporary
+view of hudisql's; Spark Connect resolves them with the statement's plan): nothing is
+reused, so nothing is lost.
 
 A reference's conjuncts are the conjuncts of its SELECT's ``WHERE`` and of its inner joins'
 ``ON`` that name only its columns (qualified by its alias, or unqualified when no other
@@ -17,14 +19,14 @@ taken whole or not at all), never for a table on the null-supplying side of an o
 and only conjuncts of columns, literals, comparisons, ``IN`` lists, ``IS [NOT] NULL``,
 ``LIKE``, ``BETWEEN``, ``NOT``, ``AND`` and ``OR``: the query applies them again anyway.
 
-Left to Spark as written: time travel (already a view, :mod:`hudisql.sql.time_travel`),
-names a temporary view shadows, statements other than queries and ``INSERT`` (a view must
-not refer to a dropped view), and text sqlglot cannot parse.
+Left to Spark as written: time travel (already a DataFrame, :mod:`hudisql.sql.time_travel`),
+names a temporary view shadows, statements other than queries and ``INSERT`` (a view
+defined by the statement must not refer to the statement's own DataFrames), and text
+sqlglot cannot parse.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -39,7 +41,8 @@ from hudisql.errors import HudiSqlError
 from hudisql.parser import commands as c
 from hudisql.sql import time_travel
 from hudisql.sql.names import catalog_name
-from hudisql.sql.spark_tables import quote_identifier
+from hudisql.sql.spark_tables import quote_identifier, sql_string
+from hudisql.sql.statement_frames import StatementFrames
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -48,8 +51,6 @@ if TYPE_CHECKING:
     from hudisql.sql.router import StatementContext
     from hudisql.table.table import HudiTable
 
-#: Views made for one statement are named with this prefix (and a random suffix).
-VIEW_PREFIX = "hudi_scan_"
 #: The expression kinds a conjunct may consist of to prune a reference.
 _SIMPLE = (exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Paren,
            exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.In, exp.Is, exp.Not,
@@ -58,44 +59,43 @@ _SIMPLE = (exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.P
 
 def sql(ctx: StatementContext, text: str) -> DataFrame:
     """``spark.sql`` of the query ``text`` with time travel rewritten and each hudi table
-    reference read through its own pruned view (dropped again once Spark analyzed it).
+    reference read through its own pruned DataFrame (a DataFrame parameter of the
+    statement, :mod:`hudisql.sql.statement_frames`); returns the statement's DataFrame.
 
     Raises:
         ReadOptionError: bad time travel (names line and column).
         HudiSqlError: a table that cannot be read.
+        AnalysisException: Spark cannot analyze the statement as written.
     """
-    text = time_travel.rewrite(ctx, text)
+    travels = StatementFrames()
+    text = time_travel.rewrite(ctx, text, travels)
     tables = _HudiTables(ctx)
     references = scan_references(text, tables.columns) if ctx.entries else []
-    if any(len(r.name.parts) == 1 for r in references):
-        shadowed = _temp_views(ctx)
-        references = [r for r in references
-                      if len(r.name.parts) > 1 or r.name.parts[0].lower() not in shadowed]
-    views: list[str] = []
+    shadowed = _temp_views(ctx, {r.name.parts[0].lower() for r in references
+                                 if len(r.name.parts) == 1})
+    references = [r for r in references
+                  if len(r.name.parts) > 1 or r.name.parts[0].lower() not in shadowed]
+    if not references:
+        return travels.sql(ctx.spark, text)
+    scans = StatementFrames(dict(travels.frames))
     rewritten = text
-    try:
-        for ref in sorted(references, key=lambda r: r.start, reverse=True):
-            table = tables.open(ref.name)
-            try:
-                view = _define_view(ctx, table, ref.where)
-            except HudiSqlError:
-                if ref.where is None:
-                    raise
-                view = _define_view(ctx, table, None)  # conjuncts pruning cannot read
-            views.append(view)
-            named = view if ref.aliased else f"{view} AS {quote_identifier(ref.name.parts[-1])}"
-            rewritten = rewritten[:ref.start] + named + rewritten[ref.end + 1:]
+    for ref in sorted(references, key=lambda r: r.start, reverse=True):
+        table = tables.open(ref.name)
         try:
-            return ctx.spark.sql(rewritten)
-        except AnalysisException:
-            if not views:
+            frame = _scan_frame(ctx, table, ref.where)
+        except HudiSqlError:
+            if ref.where is None:
                 raise
-            # The statement as written: Spark's own error at the user's line and column
-            # (the views' names moved them), or its rows unpruned.
-            return ctx.spark.sql(text)
-    finally:
-        for view in views:
-            ctx.spark.catalog.dropTempView(view)
+            frame = _scan_frame(ctx, table, None)  # conjuncts pruning cannot read
+        name = scans.add(frame)
+        named = name if ref.aliased else f"{name} AS {quote_identifier(ref.name.parts[-1])}"
+        rewritten = rewritten[:ref.start] + named + rewritten[ref.end + 1:]
+    try:
+        return scans.sql(ctx.spark, rewritten)
+    except AnalysisException:
+        # The statement as written: Spark's own error at the user's line and column (the
+        # placeholders moved them), or its rows unpruned.
+        return travels.sql(ctx.spark, text)
 
 
 @dataclass(frozen=True)
@@ -209,10 +209,16 @@ def _names_database(scope: Scope, ref: _Reference) -> bool:
                for col in scope.expression.find_all(exp.Column))
 
 
-def _temp_views(ctx: StatementContext) -> set[str]:
-    """The session's temporary views (lower-cased): they shadow catalog names in Spark."""
-    rows = ctx.spark.sql("SHOW VIEWS").collect()
-    return {str(r["viewName"]).lower() for r in rows if r["isTemporary"]}
+def _temp_views(ctx: StatementContext, names: set[str]) -> set[str]:
+    """The ``names`` (one-part, lower-cased) that are temporary views of the session: they
+    shadow catalog names in Spark. Spark is asked only when there are names."""
+    if not names:
+        return set()
+    # One SHOW VIEWS of just these names (``*`` and ``|`` in a name only widen the
+    # pattern): a catalog look-up per name costs more (it resolves the table).
+    pattern = sql_string("|".join(sorted(names)))
+    rows = ctx.spark.sql(f"SHOW VIEWS LIKE {pattern}").collect()
+    return names & {str(r["viewName"]).lower() for r in rows if r["isTemporary"]}
 
 
 def _conjuncts(scope: Scope, ref: _Reference, columns: dict[str, set[str]]) -> str | None:
@@ -307,11 +313,9 @@ def _belongs(conj: exp.Expr, alias: str, others: set[str],
     return True
 
 
-def _define_view(ctx: StatementContext, table: HudiTable, where: str | None) -> str:
-    """A temporary view reading ``table`` pruned by ``where``; returns its name."""
+def _scan_frame(ctx: StatementContext, table: HudiTable, where: str | None) -> DataFrame:
+    """``table`` read with only the slices that may hold rows matching ``where`` (the
+    reference's own conjuncts, which the statement applies to the rows itself)."""
     from hudisql.read.frame import read_frame
 
-    frame = read_frame(ctx.spark, table, ctx.session.options, where=where)
-    view = VIEW_PREFIX + uuid.uuid4().hex[:16]
-    frame.createOrReplaceTempView(view)
-    return view
+    return read_frame(ctx.spark, table, ctx.session.options, where=where, filter_rows=False)

@@ -68,8 +68,10 @@ class SparkTables:
 
     @classmethod
     def of(cls, spark: SparkSession) -> SparkTables:
-        """The registry of ``spark``'s application (one per SparkContext)."""
-        app = spark.sparkContext.applicationId
+        """The registry of ``spark``'s application (one per Spark application)."""
+        # The application id from the session's configuration (no SparkContext: it works
+        # on Spark Connect too).
+        app = str(spark.conf.get("spark.app.id"))
         with cls._by_app_lock:
             found = cls._by_app.get(app)
             if found is None:

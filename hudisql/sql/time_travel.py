@@ -6,7 +6,7 @@ timestamp), and it knows no ``hudi_table_changes`` function. Before a pass-throu
 statement reaches Spark, each is rewritten in its original text, nothing else changed:
 
 * ``<hudi table> TIMESTAMP|VERSION AS OF <literal>`` (also ``FOR SYSTEM_TIME`` /
-  ``FOR SYSTEM_VERSION AS OF``) becomes the name of a temporary view of
+  ``FOR SYSTEM_VERSION AS OF``) becomes a DataFrame of
   ``spark.read.format("hudi").option("as.of.instant", ...)`` on the table's location,
   aliased as the table's name unless the statement gives an alias. The literal is an
   instant (``yyyyMMddHHmmssSSS``) or a time (``'yyyy-MM-dd HH:mm:ss[.SSS]'``), checked
@@ -14,11 +14,12 @@ statement reaches Spark, each is rewritten in its original text, nothing else ch
   ...)``): Spark resolves every reference to one catalog table in a query to the same
   relation, so a self-join of a table with its past would read one version twice.
 * ``hudi_table_changes('<table or path>', 'latest_state' | 'cdc', '<begin>' [, '<end>'])``
-  becomes the name of a temporary view of the matching incremental read (Hudi's options).
+  becomes a DataFrame of the matching incremental read (Hudi's options).
 
-Views are named after their path, options and the timeline's head, so the same read of
-the same timeline reuses its view. Not a Python UDTF: a UDTF runs as one task that cannot
-reach the catalog, while the view is the ``hudi`` data source's read, one input partition
+The DataFrames are the statement's own, referred to by placeholders in its text and bound
+as ``spark.sql`` DataFrame parameters (:mod:`hudisql.sql.statement_frames`): no temporary
+view is left in the session. Not a Python UDTF: a UDTF runs as one task that cannot reach
+the catalog, while the DataFrame is the ``hudi`` data source's read, one input partition
 per written file slice (or per write and partition for CDC).
 
 Names of tables that are not hudi tables are left alone: Spark decides about them.
@@ -26,7 +27,6 @@ Names of tables that are not hudi tables are left alone: Spark decides about the
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -48,8 +48,11 @@ from hudisql.read.options import (
 )
 from hudisql.sql.names import catalog_name, words
 from hudisql.sql.spark_tables import quote_identifier
+from hudisql.sql.statement_frames import StatementFrames
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from hudisql.sql.router import StatementContext
     from hudisql.table.table import HudiTable
 
@@ -72,8 +75,9 @@ class _Edit:
     text: str
 
 
-def rewrite(ctx: StatementContext, text: str) -> str:
-    """``text`` with its time travel on hudi tables and its table-changes calls rewritten.
+def rewrite(ctx: StatementContext, text: str, frames: StatementFrames) -> str:
+    """``text`` with its time travel on hudi tables and its table-changes calls rewritten
+    to placeholders of DataFrames added to ``frames``; returns the text.
 
     Raises:
         ReadOptionError: a bad instant, range or query type (names line and column).
@@ -84,7 +88,8 @@ def rewrite(ctx: StatementContext, text: str) -> str:
     tokens = words(text)
     edits: list[_Edit] = []
     for i in range(len(tokens)):
-        edit = _time_travel(ctx, text, tokens, i) or _table_changes(ctx, text, tokens, i)
+        edit = (_time_travel(ctx, text, tokens, i, frames)
+                or _table_changes(ctx, text, tokens, i, frames))
         if edit is not None and (not edits or edit.start > edits[-1].end):
             edits.append(edit)
     for edit in reversed(edits):
@@ -128,8 +133,8 @@ def _temporal_clause(tokens: list[Token], i: int) -> int | None:
     return None
 
 
-def _time_travel(ctx: StatementContext, text: str, tokens: list[Token], i: int
-                 ) -> _Edit | None:
+def _time_travel(ctx: StatementContext, text: str, tokens: list[Token], i: int,
+                 frames: StatementFrames) -> _Edit | None:
     of = _temporal_clause(tokens, i)
     named = _name_before(tokens, i - 1) if of is not None else None
     if of is None or named is None:
@@ -152,7 +157,7 @@ def _time_travel(ctx: StatementContext, text: str, tokens: list[Token], i: int
     except ReadOptionError as exc:
         raise ReadOptionError(f"{_where(ctx, text, literal.start)}: {exc}") from exc
     table = _open(entry.location)
-    view = _define_view(ctx, table, {AS_OF_INSTANT: instant})
+    view = frames.add(_frame(ctx, table, {AS_OF_INSTANT: instant}))
     follows = tokens[of + 2] if of + 2 < len(tokens) else None
     aliased = follows is not None and (follows.token_type == TokenType.ALIAS
                                        or follows.token_type in _NAME)
@@ -160,8 +165,8 @@ def _time_travel(ctx: StatementContext, text: str, tokens: list[Token], i: int
     return _Edit(tokens[first].start, literal.end, view + alias)
 
 
-def _table_changes(ctx: StatementContext, text: str, tokens: list[Token], i: int
-                   ) -> _Edit | None:
+def _table_changes(ctx: StatementContext, text: str, tokens: list[Token], i: int,
+                   frames: StatementFrames) -> _Edit | None:
     if tokens[i].text.lower() != TABLE_CHANGES or i + 1 >= len(tokens) or \
             tokens[i + 1].token_type != TokenType.L_PAREN:
         return None
@@ -190,7 +195,7 @@ def _table_changes(ctx: StatementContext, text: str, tokens: list[Token], i: int
     options = {QUERY_TYPE: INCREMENTAL, INCREMENTAL_FORMAT: kind.lower(), BEGIN_INSTANT: begin}
     if rest:
         options[END_INSTANT] = rest[0]
-    return _Edit(tokens[i].start, tokens[j].end, _define_view(ctx, table, options))
+    return _Edit(tokens[i].start, tokens[j].end, frames.add(_frame(ctx, table, options)))
 
 
 def _usage(ctx: StatementContext, text: str, offset: int, problem: str) -> ReadOptionError:
@@ -219,16 +224,12 @@ def _table_location(ctx: StatementContext, target: str, where: str) -> str:
     return entries[wanted].location
 
 
-def _define_view(ctx: StatementContext, table: HudiTable, options: dict[str, str]) -> str:
-    """A temporary view of ``table`` read with ``options``; returns its name."""
-    head = table.timeline.last_completed()
-    key = (table.base_path, sorted(options.items()), head.timestamp if head else "")
-    view = "hudi_read_" + hashlib.sha1(repr(key).encode()).hexdigest()[:16]
+def _frame(ctx: StatementContext, table: HudiTable, options: dict[str, str]) -> DataFrame:
+    """``table`` read by the ``hudi`` data source with ``options``; returns the DataFrame."""
     reader = ctx.spark.read.format("hudi")
     for option, value in options.items():
         reader = reader.option(option, value)
-    reader.load(table.base_path).createOrReplaceTempView(view)
-    return view
+    return reader.load(table.base_path)
 
 
 def _open(path: str) -> HudiTable:

@@ -72,7 +72,12 @@ from hudisql.table.service_plans import (
 )
 from hudisql.table.storage import Storage
 from hudisql.table.timeline import Timeline
-from hudisql.table.write_files import avro_text, create_log_files
+from hudisql.table.write_files import (
+    DATA_BLOCK_FORMAT,
+    DATA_BLOCK_FORMATS,
+    avro_text,
+    create_log_files,
+)
 
 __all__ = [
     "BLOCKS_THRESHOLD",
@@ -92,9 +97,9 @@ BLOCKS_THRESHOLD = "hoodie.log.compaction.blocks.threshold"
 SMALL_BLOCK_SIZE = "hudisql.log.compaction.small.block.size"
 BLOCK_MAX_SIZE = "hoodie.logfile.data.block.max.size"
 LOG_FILE_MAX_SIZE = "hoodie.logfile.max.size"
-BLOCK_FORMAT = "hoodie.logfile.data.block.format"
+BLOCK_FORMAT = DATA_BLOCK_FORMAT
 #: Data block formats a log compaction writes (``hoodie.logfile.data.block.format``).
-BLOCK_FORMATS = ("parquet", "avro")
+BLOCK_FORMATS = DATA_BLOCK_FORMATS
 #: ``extraMetadata`` key of a log compaction plan: ``{fileId: [instant, ...]}`` (JSON).
 PLANNED_INSTANTS_KEY = "hudisql.logCompactionInstants"
 #: ``operationType`` of a completed log compaction.

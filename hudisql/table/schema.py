@@ -10,6 +10,7 @@ after their field, decimals as ``fixed`` named ``fixed``, timestamps as timestam
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -276,6 +277,17 @@ def avro_to_arrow(schema: str | Mapping[str, Any]) -> pa.Schema:
     Raises:
         UnsupportedFormatError: not a record schema, or a type with no Arrow equivalent.
     """
+    if isinstance(schema, str):  # writers convert one schema per file: convert it once
+        return _text_to_arrow(schema)
+    return _record_to_arrow(schema)
+
+
+@functools.lru_cache(maxsize=64)
+def _text_to_arrow(text: str) -> pa.Schema:
+    return _record_to_arrow(text)
+
+
+def _record_to_arrow(schema: str | Mapping[str, Any]) -> pa.Schema:
     node = resolve_avro(schema)
     if base_type(node) != "record":
         raise UnsupportedFormatError(

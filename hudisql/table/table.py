@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -18,6 +21,7 @@ import pyarrow as pa
 from hudisql.errors import CorruptTableError, HudiSqlError
 from hudisql.table.fsview import FileSlice, FileSystemView
 from hudisql.table.fsview import base_files_only as base_files_only_view
+from hudisql.table.instant import Instant
 from hudisql.table.merge import read_file_slice
 from hudisql.table.properties import TableProperties
 from hudisql.table.schema import avro_to_arrow, with_meta_fields
@@ -26,9 +30,40 @@ from hudisql.table.timeline import Timeline
 
 __all__ = ["HudiTable", "normalize_as_of"]
 
+#: Writer schemas of completed instants by (timeline folder, instant file, modification
+#: time). A completed instant file never changes; a table opened per SQL statement would
+#: otherwise parse a commit's whole metadata (every write stat) again for its schema alone.
+_COMMIT_SCHEMAS: OrderedDict[tuple[str, str, datetime], str | None] = OrderedDict()
+_COMMIT_SCHEMAS_SIZE = 512
+_COMMIT_SCHEMAS_LOCK = threading.Lock()
+
+
+def _commit_schema(timeline: Timeline, instant: Instant) -> str | None:
+    """The writer schema recorded with the completed ``instant``, or None (cached)."""
+    mtime = instant.modification_time
+    if mtime is None:  # not read from storage: no identity to cache by
+        return timeline.commit_metadata(instant).schema
+    key = (timeline.storage.full_path(timeline.timeline_dir), instant.file_name, mtime)
+    with _COMMIT_SCHEMAS_LOCK:
+        if key in _COMMIT_SCHEMAS:
+            _COMMIT_SCHEMAS.move_to_end(key)
+            return _COMMIT_SCHEMAS[key]
+    schema = timeline.commit_metadata(instant).schema
+    with _COMMIT_SCHEMAS_LOCK:
+        _COMMIT_SCHEMAS[key] = schema
+        while len(_COMMIT_SCHEMAS) > _COMMIT_SCHEMAS_SIZE:
+            _COMMIT_SCHEMAS.popitem(last=False)
+    return schema
+
 # yyyy-MM-dd[[ T]HH:mm:ss[.SSS]], the other spelling Hudi accepts for time travel.
 _ISO_INSTANT = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})(?:[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?)?$")
+
+
+def avro_schema_to_arrow(avro_json: str) -> pa.Schema:
+    """The Arrow schema (meta columns first) of a table's Avro schema JSON."""
+    avro: dict[str, Any] = json.loads(avro_json)
+    return avro_to_arrow(with_meta_fields(avro))
 
 
 def normalize_as_of(as_of: str | None) -> str | None:
@@ -121,7 +156,7 @@ class HudiTable:
         Raises:
             CorruptTableError: no commit and no ``hoodie.table.create.schema`` records it.
         """
-        return self.schema_as_of(None)
+        return avro_schema_to_arrow(self.avro_schema)
 
     def avro_schema_as_of(self, as_of: str | None) -> str:
         """The Avro schema (JSON) of the last completed write no later than ``as_of``.
@@ -138,7 +173,7 @@ class HudiTable:
                 continue
             if as_of is not None and instant.timestamp > as_of:
                 continue
-            schema = self.timeline.commit_metadata(instant).schema
+            schema = _commit_schema(self.timeline, instant)
             if schema:
                 return schema
         if self.properties.create_schema:
@@ -151,8 +186,7 @@ class HudiTable:
 
     def schema_as_of(self, as_of: str | None) -> pa.Schema:
         """The Arrow schema (meta columns first) as of ``as_of``; see :meth:`avro_schema_as_of`."""
-        avro: dict[str, Any] = json.loads(self.avro_schema_as_of(as_of))
-        return avro_to_arrow(with_meta_fields(avro))
+        return avro_schema_to_arrow(self.avro_schema_as_of(as_of))
 
     # -- file slices and reads -------------------------------------------------------------
 

@@ -34,15 +34,19 @@ from hudisql.table.log.writer import (
     DEFAULT_MAX_LOG_FILE_SIZE,
     encode_avro_data_block,
     encode_delete_block,
+    encode_parquet_data_block,
 )
 from hudisql.table.reconcile import BLOCK_ATTEMPT_STAT_KEY
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow, with_meta_fields
 from hudisql.table.storage import Storage
 
 __all__ = [
+    "DATA_BLOCK_FORMAT",
+    "DATA_BLOCK_FORMATS",
     "MARKER_DIR",
     "avro_text",
     "create_log_files",
+    "data_block_format",
     "marker_path",
     "write_base_file",
     "write_log_file",
@@ -62,6 +66,14 @@ DEFAULT_COMPRESSION = "gzip"
 #: Hudi's codec names -> pyarrow's.
 _CODECS = {"gzip": "gzip", "snappy": "snappy", "zstd": "zstd", "lz4": "lz4",
            "uncompressed": "none", "none": "none", "brotli": "brotli"}
+
+#: Hudi's option naming the format of the data blocks writers put in log files, and the
+#: formats hudisql writes. hudisql's writers default to parquet (docs/FORMAT.md, "Data
+#: blocks": Arrow encodes a parquet block in bulk, an Avro block record by record); Apache
+#: Hudi's default is avro, which stays selectable.
+DATA_BLOCK_FORMAT = "hoodie.logfile.data.block.format"
+DATA_BLOCK_FORMATS = ("parquet", "avro")
+DEFAULT_DATA_BLOCK_FORMAT = "parquet"
 
 _LOG_CREATE_ATTEMPTS = 100
 _WRITE_TOKEN = re.compile(r"^\d+-\d+-\d+$")
@@ -190,6 +202,26 @@ def parquet_codec(options: Mapping[str, str], properties: Mapping[str, str]) -> 
     return codec
 
 
+def data_block_format(options: Mapping[str, str], properties: Mapping[str, str],
+                      table: str = "") -> str:
+    """The format of the data blocks a write to ``table`` puts in log files: write option,
+    else table property, else parquet (:data:`DATA_BLOCK_FORMAT`).
+
+    Raises:
+        WriteError: a format other than parquet or avro.
+    """
+    value = options.get(DATA_BLOCK_FORMAT) or properties.get(DATA_BLOCK_FORMAT)
+    if value is None:
+        return DEFAULT_DATA_BLOCK_FORMAT
+    block_format = value.strip().lower()
+    if block_format not in DATA_BLOCK_FORMATS:
+        where = f"table {table}: " if table else ""
+        raise WriteError(f"{where}{DATA_BLOCK_FORMAT}={value!r}: hudisql writes "
+                         f"{' or '.join(DATA_BLOCK_FORMATS)} data blocks in log files; set "
+                         "one of those or leave the option out (parquet)")
+    return block_format
+
+
 def write_base_file(
     storage: Storage,
     partition_path: str,
@@ -232,7 +264,7 @@ def write_base_file(
     rel = _join(partition_path, name)
     avro = with_meta_fields(_table_schema(schema))
     stamped = _stamp(records, instant_time, partition_path, name, partition_id, keep_existing=True)
-    table = _conform(stamped, avro_to_arrow(avro), rel)
+    table = _conform(stamped, avro_to_arrow(avro_text(avro)), rel)
     new_rows = int(pc.sum(pc.equal(table.column(COMMIT_TIME), instant_time)).as_py() or 0)
     footer = {"parquet.avro.schema": avro_text(avro), "writer.model.name": "avro"}
     if table.num_rows:
@@ -260,20 +292,24 @@ def write_base_file(
 def _parquet_bytes(table: pa.Table, footer: dict[str, str], compression: str) -> bytes:
     """The parquet file of ``table`` with exactly ``footer`` as its key-value metadata."""
     sink = io.BytesIO()
-    # No ARROW:schema key (store_schema=False), as parquet-mr writes none. The sequence
-    # numbers and record keys are unique in a file: a dictionary would only be built to be
-    # dropped (parquet falls back to plain encoding), so they are written plain. (Named by
-    # top-level column only: with nested columns every column keeps the default.)
-    flat = not any(pa.types.is_nested(f.type) for f in table.schema)
-    dictionary: bool | list[str] = (
-        [n for n in table.column_names if n not in (SEQNO, RECORD_KEY)] if flat else True)
+    # No ARROW:schema key (store_schema=False), as parquet-mr writes none.
     with pq.ParquetWriter(
         sink, table.schema, compression=compression, store_schema=False,
-        use_dictionary=dictionary,
+        use_dictionary=_dictionary_columns(table.schema),
     ) as writer:
         writer.add_key_value_metadata(footer)
         writer.write_table(table)
     return sink.getvalue()
+
+
+def _dictionary_columns(schema: pa.Schema) -> bool | list[str]:
+    """The columns worth a parquet dictionary. The sequence numbers and record keys are
+    unique in a file: a dictionary would only be built to be dropped (parquet falls back to
+    plain encoding), so they are written plain. (Named by top-level column only: with
+    nested columns every column keeps the default.)"""
+    if any(pa.types.is_nested(f.type) for f in schema):
+        return True
+    return [n for n in schema.names if n not in (SEQNO, RECORD_KEY)]
 
 
 def _ordered_header(instant_time: str, schema_text: str, ident: str | None) -> dict[HeaderKey, str]:
@@ -300,11 +336,14 @@ def write_log_file(
     base_file: str | None = None,
     num_updates: int | None = None,
     max_file_size: int = DEFAULT_MAX_LOG_FILE_SIZE,
+    block_format: str = "avro",
+    compression: str = DEFAULT_COMPRESSION,
 ) -> WriteStat:
     """Write a new log file on the slice ``(file_id, base_instant)``: data, then deletes.
 
-    ``records`` (with a ``_hoodie_record_key`` column) become one Avro data block stamped
-    with ``instant_time``; ``deletes`` one delete block. Each block's header holds
+    ``records`` (with a ``_hoodie_record_key`` column) become one data block stamped
+    with ``instant_time`` (Avro, or with ``block_format="parquet"`` a parquet data block
+    compressed with ``compression``); ``deletes`` one delete block. Each block's header holds
     INSTANT_TIME and SCHEMA (meta fields first), and BLOCK_IDENTIFIER
     ``"<attempt>,<sequence>"`` counting from ``block_sequence_start`` when ``attempt`` is
     given. The file takes the next version of the slice's logs and is created atomically
@@ -358,11 +397,16 @@ def write_log_file(
         stamped = _stamp(
             records, instant_time, partition_path, file_id, partition_id, keep_existing=False
         )
-        table = _conform(stamped, avro_to_arrow(avro), f"the log of file group {file_id}")
+        table = _conform(stamped, avro_to_arrow(schema_text), f"the log of file group {file_id}")
         n_records = table.num_rows
-        blocks.append(
-            encode_avro_data_block(table, data_schema_text, _header(data_schema_text))
-        )
+        if block_format == "parquet":
+            blocks.append(encode_parquet_data_block(
+                table, data_schema_text, _header(data_schema_text), compression,
+                _dictionary_columns(table.schema)))
+        else:
+            blocks.append(
+                encode_avro_data_block(table, data_schema_text, _header(data_schema_text))
+            )
     if deletes:
         blocks.append(encode_delete_block(deletes, _header()))
     written = create_log_files(

@@ -198,20 +198,22 @@ def precombine(
     n = table.num_rows
     if n <= 1:
         return table
+    ordering = None if precombine_field is None else table.column(precombine_field)
+    if ordering is not None and ordering.null_count:
+        row = pc.index(pc.is_null(ordering), True).as_py()
+        raise WriteError(
+            f"table {table_name}: precombine field {precombine_field!r} is null in row "
+            f"{row}; give every record an ordering value"
+        )
+    if pc.count_distinct(table.column(RECORD_KEY)).as_py() == n:
+        return table  # unique keys (the usual batch): one hash pass instead of a sort
     position = pa.array(range(n), pa.int64())
     composite = pc.binary_join_element_wise(
         table.column(PARTITION_PATH), table.column(RECORD_KEY), "\x00"
     )
     columns: dict[str, Any] = {"k": composite, "i": position}
     sort_keys = [("k", "ascending")]
-    if precombine_field is not None:
-        ordering = table.column(precombine_field)
-        if ordering.null_count:
-            row = pc.index(pc.is_null(ordering), True).as_py()
-            raise WriteError(
-                f"table {table_name}: precombine field {precombine_field!r} is null in row "
-                f"{row}; give every record an ordering value"
-            )
+    if ordering is not None:
         columns["o"] = ordering
         sort_keys.append(("o", "ascending"))
     sort_keys.append(("i", "ascending"))

@@ -19,7 +19,9 @@ The driver plans and commits; executors do everything per record, in two Spark j
    ``mapInArrow``): each task sorts its rows by file group and writes each contiguous run
    as one file slice with the core's per-slice functions, returning their write stats. A
    merge-on-read small file that inserts reach is rewritten as a new base file (with its
-   updates), as Hudi's writers do; other merge-on-read groups get a log file.
+   updates), as Hudi's writers do; other merge-on-read groups get a log file, whose data
+   block is parquet unless ``hoodie.logfile.data.block.format=avro`` (encoded by Arrow in
+   bulk; docs/FORMAT.md says why hudisql departs from Hudi's Avro default).
 
 An upsert whose DataFrame has Hudi's boolean ``_hoodie_is_deleted`` column treats rows
 marked ``true`` as deletes of their keys (merge-on-read: a delete block in the same log
@@ -55,7 +57,7 @@ from pyspark import StorageLevel, TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 from hudisql.errors import WriteError
 from hudisql.metadata.column_stats import table_ranges
@@ -85,6 +87,7 @@ from hudisql.table.table import HudiTable
 from hudisql.table.write_files import (
     DEFAULT_COMPRESSION,
     avro_text,
+    data_block_format,
     parquet_codec,
     write_base_file,
     write_log_file,
@@ -114,7 +117,15 @@ from hudisql.write.staging import (
     stage_keyless,
     with_generated_keys,
 )
-from hudisql.write.tagging import FILE_ID, TagContext, Tagged, overwrite_buckets, tag_records
+from hudisql.write.tagging import (
+    FILE_ID,
+    WORK_COLUMNS,
+    TagContext,
+    Tagged,
+    overwrite_buckets,
+    tag_records,
+)
+from hudisql.write.task_profile import profiled
 
 #: Operations and their ``operationType`` in commit metadata.
 OPERATIONS = {"insert": "INSERT", "bulk_insert": "BULK_INSERT", "upsert": "UPSERT",
@@ -169,6 +180,8 @@ class _TableSpec:
     compression: str = DEFAULT_COMPRESSION
     #: No record key fields: keys are given (``_hoodie_record_key``) or generated per write.
     keyless: bool = False
+    #: The log files' data block format (``hoodie.logfile.data.block.format``).
+    block_format: str = "parquet"
 
 
 def _spec(table: HudiTable, options: Mapping[str, str]) -> _TableSpec:
@@ -178,7 +191,8 @@ def _spec(table: HudiTable, options: Mapping[str, str]) -> _TableSpec:
     return _TableSpec(table.base_path, table.name, tuple(props.record_key_fields),
                       tuple(props.partition_fields), props.hive_style_partitioning, labelled,
                       props.precombine_field, props.is_mor, avro_text(avro), arrow,
-                      parquet_codec(options, props), props.keyless)
+                      parquet_codec(options, props), props.keyless,
+                      data_block_format(options, props, table.name))
 
 
 def _check_columns(df: DataFrame, spec: _TableSpec, operation: str) -> None:
@@ -196,11 +210,12 @@ def _check_columns(df: DataFrame, spec: _TableSpec, operation: str) -> None:
         raise WriteError(f"{where}: the DataFrame has column(s) {unknown} the table does not "
                          f"have; the table's columns are {spec.arrow_schema.names}")
     marker = next((f for f in df.schema.fields if f.name == IS_DELETED), None)
-    if marker is not None and not pa.types.is_boolean(to_arrow_type(marker.dataType)):
+    if marker is not None and not isinstance(marker.dataType, BooleanType):
         raise WriteError(f"{where}: column {IS_DELETED!r} marks deletes and must be boolean, "
                          f"not {marker.dataType.simpleString()}; cast it first")
     for name in needed:
-        have = to_arrow_type(columns[name].dataType)
+        # Spark's timestamps are instants: UTC in Arrow (pyspark refuses them without a zone).
+        have = to_arrow_type(columns[name].dataType, timezone="UTC")
         want = spec.arrow_schema.field(name).type
         if not _fits(have, want):
             raise WriteError(f"{where}: column {name!r} is {columns[name].dataType.simpleString()}"
@@ -284,7 +299,7 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
                 schema=_STATS_ARROW)
             if fault_after is not None and attempt == 0 and written >= fault_after:
                 raise RuntimeError(f"injected failure after {written} file(s) of {instant}")
-    return write
+    return profiled(write)
 
 
 def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: str, token: str,
@@ -347,7 +362,8 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
         stat = write_log_file(storage, partition, file_id, file_slice.base_instant, instant,
                               token, records, spec.schema_text, deletes=work.deletes,
                               attempt=attempt, base_file=base_file, num_updates=work.updates,
-                              expressions=expressions)
+                              expressions=expressions, block_format=spec.block_format,
+                              compression=spec.compression)
         ranges = None
         if (stats_columns is not None and len(stat.log_files or ()) == 1
                 and not set(stats_columns) & set(META_COLUMNS)):
@@ -578,6 +594,7 @@ class SparkWriter:
                     tagged = tagged.withColumn(_INSERTED, F.col(_FILE_ID).isNull())
                 tagged, new_groups = self._assign_new_groups(tagged, counts, small,
                                                              sizing.insert_split_size)
+        tagged = tagged.drop(*WORK_COLUMNS)  # tagging's own columns (none for most types)
         # Every file group in one task; no more tasks than groups or than twice the cores
         # (a task writes its groups one after the other: per-task start-up is the cost).
         groups = max(1, min(len(slices) + new_groups, 2 * self._parallelism()))
@@ -609,7 +626,30 @@ class SparkWriter:
                            staged, touched)
 
     def _parallelism(self) -> int:
-        return max(1, int(self.spark.sparkContext.defaultParallelism))
+        """Spark's default parallelism, from the session's configuration (no SparkContext,
+        so that it works on Spark Connect): ``spark.default.parallelism``; else a local
+        master's threads (``local[N]``, ``local[*]``: the cores); else a cluster's
+        ``spark.executor.instances`` x ``spark.executor.cores``; else
+        ``spark.sql.shuffle.partitions``."""
+        import os
+        import re
+
+        conf = self.spark.conf
+        configured = conf.get("spark.default.parallelism", None)
+        if configured:
+            return max(1, int(configured))
+        master = (conf.get("spark.master", None) or "").strip()
+        local = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master)
+        if local is not None:
+            threads = local.group(1)
+            if threads is None:
+                return 1
+            return max(1, os.cpu_count() or 1) if threads == "*" else max(1, int(threads))
+        instances = conf.get("spark.executor.instances", None)
+        cores = conf.get("spark.executor.cores", None)
+        if instances and cores:
+            return max(2, int(instances) * int(cores))
+        return max(2, int(conf.get("spark.sql.shuffle.partitions", None) or "200"))
 
     def _assign_new_groups(self, tagged: DataFrame, counts: Mapping[str | None, int],
                            small: Mapping[str, list[SmallFile]], per_file: int

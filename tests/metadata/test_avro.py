@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import fastavro
+import pyarrow as pa
 import pytest
 
 from hudisql.errors import MetadataTableError
@@ -68,6 +69,10 @@ def test_shared_payload_records_encode_as_the_records_they_stand_for() -> None:
     one_by_one = [{**t, "key": k} for t in templates for k in keys]
     shared = data_block_content([], [(keys, t) for t in templates])
     assert shared == data_block_content(one_by_one)
+    as_arrow = pa.array(keys, pa.string())
+    assert data_block_content([], [(as_arrow, t) for t in templates]) == shared
+    assert data_block_content([], [(as_arrow.slice(2, 3), templates[0])]) == data_block_content(
+        [{**templates[0], "key": k} for k in keys[2:5]])
     assert [decode_record(r) for r in _records_of(shared)] == one_by_one
 
 

@@ -20,7 +20,8 @@ from hudi import HudiTable as RsTable
 
 import hudisql
 from hudisql.errors import MetadataTableError
-from hudisql.metadata.builders import build_partition_records, file_group_count
+from hudisql.metadata.build import build_partitions
+from hudisql.metadata.builders import build_partition_records
 from hudisql.metadata.commit_update import commit_updates
 from hudisql.metadata.config import (
     IndexDefinition,
@@ -33,7 +34,6 @@ from hudisql.metadata.config import (
 from hudisql.metadata.keys import RecordLocation, secondary_index_key
 from hudisql.metadata.overview import metadata_files, metadata_partitions
 from hudisql.metadata.participant import MetadataTableParticipant, participants_for
-from hudisql.metadata.partitions import partition_spec
 from hudisql.metadata.records import is_live
 from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable, drop_index
@@ -50,17 +50,8 @@ PARTITIONS = ("files", "column_stats", "record_index", "secondary_index_idx_ride
 
 def index_all(table: HudiTable, partitions: tuple[str, ...] = PARTITIONS) -> HudiTable:
     """Build each partition from scratch and mark it built, as the indexer's end state."""
-    table = save_index_definitions(table, {**load_index_definitions(table),
-                                           "secondary_index_idx_rider": IndexDefinition(
+    return build_partitions(table, partitions, {"secondary_index_idx_rider": IndexDefinition(
         "secondary_index_idx_rider", "secondary_index", ("rider",))})
-    mdt = MetadataTable(table)
-    base = table.timeline.last_completed().timestamp
-    for partition in partitions:
-        records = build_partition_records(table, partition)
-        count = file_group_count(partition_spec(partition).kind, len(records))
-        mdt.reload(table).build_partition(partition, records, base, count)
-        table = set_partition_state(table, partition, "completed")
-    return table
 
 
 def assert_exact(table: HudiTable) -> None:

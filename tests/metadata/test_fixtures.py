@@ -11,10 +11,8 @@ from hudi import HudiTable as RsTable
 
 import hudisql
 from hudisql.errors import MetadataTableError
-from hudisql.metadata.builders import build_partition_records, file_group_count
-from hudisql.metadata.config import set_partition_state
+from hudisql.metadata.build import build_partitions
 from hudisql.metadata.participant import participants_for
-from hudisql.metadata.partitions import partition_spec
 from hudisql.metadata.table import MetadataTable
 from hudisql.metadata.validate import validate_metadata_table
 from hudisql.table.table import HudiTable
@@ -36,13 +34,7 @@ def rows(path: str) -> list[dict[str, Any]]:
 def test_hudi_written_tables_get_an_exact_metadata_table(name: str, writable_table: Any) -> None:
     path: Path = writable_table(name)
     before = rows(str(path))
-    table = HudiTable.open(path)
-    base = table.timeline.last_completed().timestamp
-    for partition in BUILT:
-        records = build_partition_records(table, partition)
-        count = file_group_count(partition_spec(partition).kind, len(records))
-        MetadataTable(table).build_partition(partition, records, base, count)
-        table = set_partition_state(table, partition, "completed")
+    table = build_partitions(HudiTable.open(path), BUILT)
     result = validate_metadata_table(table)
     assert result.ok and set(result.partitions) == set(BUILT), str(result)
     files = MetadataTable(table).read_partition("files")

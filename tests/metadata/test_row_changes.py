@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hudisql.metadata.row_changes import RowChanges
 
@@ -30,3 +32,22 @@ def test_a_file_group_created_or_replaced_whole() -> None:
     assert (replaced.inserted, replaced.removed, replaced.secondary) == (
         [], ["a"], {"n": ([("7", "a")], [])})
     assert RowChanges.of(None, None, []) == RowChanges()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.text(max_size=3), st.one_of(st.none(), st.integers(0, 3)), max_size=12),
+       st.dictionaries(st.text(max_size=3), st.one_of(st.none(), st.integers(0, 3)), max_size=12))
+def test_changes_equal_a_plain_python_diff(old: dict[str, int | None],
+                                           new: dict[str, int | None]) -> None:
+    """Keys in, keys out and changed values, as sets, equal a dict-by-dict comparison."""
+    change = RowChanges.of(rows(list(old), list(old.values())), rows(list(new), list(new.values())),
+                           ["n"])
+    text = {k: None if v is None else str(v) for k, v in {**old, **new}.items()}
+    assert sorted(change.inserted) == sorted(set(new) - set(old))
+    assert sorted(change.removed) == sorted(set(old) - set(new))
+    changed = {k for k in set(old) & set(new) if old[k] != new[k]}
+    gone, added = change.secondary["n"]
+    as_text = {k: None if v is None else str(v) for k, v in old.items()}
+    assert set(gone) == {(as_text[k], k) for k in (set(old) - set(new)) | changed}
+    assert set(added) == {(text[k], k) for k in (set(new) - set(old)) | changed}
+    assert len(gone) == len(set(gone)) and len(added) == len(set(added))

@@ -127,7 +127,7 @@ def test_self_join_and_union_of_one_relation(spark: SparkSession, trips: str,
     assert hudi_session.sql(f"SELECT a.uuid FROM {name} a LEFT JOIN {name} b "
                             "ON a.uuid = b.uuid AND b.city = 'chennai' "
                             "WHERE b.uuid IS NULL").count() == 6
-    assert not [t.name for t in spark.catalog.listTables() if t.name.startswith("hudi_scan_")]
+    assert not [t.name for t in spark.catalog.listTables() if t.isTemporary]  # none left
 
 
 def test_snapshots_after_a_new_commit(spark: SparkSession, trips: str,
@@ -158,5 +158,38 @@ def test_a_query_error_is_spark_error_on_the_statement_as_written(
     with pytest.raises(AnalysisException) as caught:
         hudi_session.sql(f"SELECT * FROM {name} WHERE ridr = 'rider-A'")
     message = str(caught.value)
-    assert "ridr" in message and "hudi_scan_" not in message
+    assert "ridr" in message and "hudi_frame_" not in message and "_pyspark_" not in message
     assert caught.value.getQueryContext()[0].fragment() == "ridr"
+
+
+def test_statements_bind_dataframes_not_views(spark: SparkSession, trips: str,
+                                              hudi_session: HudiSession) -> None:
+    name = trips_name(hudi_session, trips)
+    before = {t.name for t in spark.catalog.listTables() if t.isTemporary}
+    # The statement's own braces survive PySpark's formatting of DataFrame parameters.
+    got = hudi_session.sql(f"SELECT '{{x}}' AS s, uuid FROM {name} WHERE city = 'chennai' "
+                           "AND rider <> '}'").collect()
+    chennai = spark.read.format("hudi").load(trips).where("city = 'chennai'").count()
+    assert len(got) == chennai and {r.s for r in got} == {"{x}"}
+    first = HudiTable.open(trips).timeline.completed()[0].timestamp
+    old = hudi_session.sql(f"SELECT * FROM {name} TIMESTAMP AS OF '{first}' a JOIN {name} b "
+                           "ON a.uuid = b.uuid WHERE b.city = 'chennai'")
+    assert old.count() == 2
+    assert hudi_session.sql(f"SELECT * FROM hudi_table_changes('{name}', 'latest_state', "
+                            "'earliest')").count() >= 8
+    # No view is left behind (time travel's were kept for the session before).
+    assert {t.name for t in spark.catalog.listTables() if t.isTemporary} == before
+
+
+def test_a_temp_view_shadows_the_catalog_table(spark: SparkSession, trips: str,
+                                               hudi_session: HudiSession) -> None:
+    name = trips_name(hudi_session, trips)
+    chennai = spark.read.format("hudi").load(trips).where("city = 'chennai'").count()
+    spark.range(3).createOrReplaceTempView(name)
+    try:
+        assert hudi_session.sql(f"SELECT * FROM {name}").columns == ["id"]
+        assert hudi_session.sql(f"SELECT * FROM default.{name} WHERE city = 'chennai'"
+                                ).count() == chennai
+    finally:
+        spark.catalog.dropTempView(name)
+    assert hudi_session.sql(f"SELECT * FROM {name} WHERE city = 'chennai'").count() == chennai

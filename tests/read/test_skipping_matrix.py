@@ -75,6 +75,8 @@ def _build(session: HudiSession, root: Path, name: str, table_type: str) -> Hudi
     session.sql(f"CREATE TABLE {name} USING hudi LOCATION '{path}'")
     session.sql(f"CREATE INDEX idx_rider ON {name} (rider)")  # and the record index on uuid
     session.sql(f"CREATE INDEX stats ON {name} USING column_stats (fare, rider, ts)")
+    session.sql(f"CREATE INDEX keys_bloom ON {name} USING bloom_filters (uuid)")
+    session.sql(f"CREATE INDEX rider_bloom ON {name} USING bloom_filters (rider)")
     session.sql(f"CALL run_indexer(table => '{name}', mode => 'scheduleAndExecute', "
                 "index_types => 'PARTITION_STATS')")
     table = HudiTable.open(str(path))
@@ -160,7 +162,7 @@ def test_sql_by_name_and_self_joins(hudi_session: HudiSession,
         for i in SOME)
     assert _grouped(hudi_session.sql(joined), SOME) == _expected(full, SOME)
     spark = hudi_session.spark
-    assert not [t.name for t in spark.catalog.listTables() if t.name.startswith("hudi_scan_")]
+    assert not [t.name for t in spark.catalog.listTables() if t.isTemporary]  # none left
 
 
 @pytest.mark.parametrize("name", ["skip_mor", "skip_cow"])
@@ -213,13 +215,28 @@ def test_indexes_prune_slices_and_queries_read_only_the_kept_ones(
     pruned = len(select_slices(table, slices, lookup).kept)
     assert pruned < len(slices)
     assert len(select_slices(table, slices, lookup, data_skipping=False).kept) == len(slices)
-    if name == "skip_cow":  # every slice is a base file: Spark's parquet reader reads them
+    # Bloom filters prune where they apply: of record keys (base files alone), of a
+    # column's values (every file of a slice).
+    steps = {st.index: st for st in select_slices(table, slices, lookup).steps}
+    assert steps["bloom_filters"].after < steps["bloom_filters"].before
+    for predicate in ("rider = 'r31'", "rider IN ('r00', 'r21')"):
+        steps = {st.index: st for st in select_slices(table, slices, predicate).steps}
+        bloom = steps["expr_index_rider_bloom"]
+        assert bloom.after < bloom.before, predicate
+    # Spark's parquet reader reads only the kept base files (with driver reads off); with
+    # skipping off, all of them.
+    hudi_session.sql("SET hudisql.read.local.max.bytes=0")
+    try:
         files = hudi_session.sql(f"SELECT * FROM {name} WHERE {lookup}").inputFiles()
-        assert len(files) == pruned
+        kept = select_slices(table, slices, lookup).kept
+        assert len(files) == len([s for s in kept if not s.log_files])
         hudi_session.sql("SET hoodie.enable.data.skipping=false")
-        try:
-            off = hudi_session.sql(f"SELECT * FROM {name} WHERE {lookup}")
-            assert len(off.inputFiles()) == len(slices)
-            assert [r.uuid for r in off.collect()] == ["u2-c1-0"]
-        finally:
-            hudi_session.sql("SET hoodie.enable.data.skipping=true")
+        off = hudi_session.sql(f"SELECT * FROM {name} WHERE {lookup}")
+        assert len(off.inputFiles()) == len([s for s in slices if not s.log_files])
+        assert [r.uuid for r in off.collect()] == ["u2-c1-0"]
+    finally:
+        hudi_session.sql("SET hoodie.enable.data.skipping=true")
+        hudi_session.sql("RESET hudisql.read.local.max.bytes")
+    # With them on (the default), the kept slice is read on the driver: no file for Spark.
+    local = hudi_session.sql(f"SELECT * FROM {name} WHERE {lookup}")
+    assert local.inputFiles() == [] and [r.uuid for r in local.collect()] == ["u2-c1-0"]

@@ -15,11 +15,14 @@ from hudisql.errors import (
     SqlParseError,
     TableNotFoundError,
 )
+from hudisql.metadata.table import MetadataTable
 from hudisql.services.indexes import TableIndexes
 from hudisql.session import HudiSession
+from hudisql.table.filenames import BaseFileName
 from hudisql.table.index_plan import index_commit_metadata
 from hudisql.table.instant import Action
 from hudisql.table.table import HudiTable
+from hudisql.table.write_files import MARKER_DIR
 from tests.services.indexing import assert_exact, snapshot, trips
 from tests.write.trips import rs_rows
 
@@ -48,6 +51,15 @@ def test_create_index_builds_a_secondary_index_with_its_record_index(
     assert index_commit_metadata(table.timeline, done).partitions == [
         "files", "record_index", "secondary_index_idx_rider"]
     assert seen and seen[-1][0] == seen[-1][1]  # progress ends at all units built
+    mdt = MetadataTable(table)
+    for partition in ("record_index", "secondary_index_idx_rider"):
+        # Every file group has its base file: four keys leave most of the ten empty.
+        names = [BaseFileName.parse(s.name) for s in mdt.storage.list_dir(partition)]
+        assert sorted(n.file_id for n in names if n) == mdt.file_group_ids(partition)
+        assert len(mdt.file_group_ids(partition)) == 10
+    # The pieces the build's first job wrote for its second are gone.
+    assert not [s.path for s in table.storage.list_recursive(MARKER_DIR)
+                if "/index/" in s.path or s.path.endswith("/index")]
     assert_exact(handle.path)
     assert session.sql("CALL validate_metadata_table(table => 'trips')").collect() == []
     # The data table still reads row for row the same through hudi-rs.

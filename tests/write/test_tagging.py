@@ -26,14 +26,12 @@ import pytest
 
 from hudisql.errors import CommitConflictError, WriteError
 from hudisql.metadata.bloom import BloomFilter
-from hudisql.metadata.builders import build_partition_records, file_group_count
-from hudisql.metadata.config import set_partition_state
-from hudisql.metadata.partitions import java_string_hash, partition_spec
-from hudisql.metadata.table import MetadataTable
+from hudisql.metadata.build import build_partitions
+from hudisql.metadata.partitions import java_string_hash
 from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table.table import HudiTable
 from hudisql.table.write_create import create_table
-from hudisql.table.write_records import RECORD_KEY
+from hudisql.table.write_records import PARTITION_PATH, RECORD_KEY
 from hudisql.write.index_settings import (
     BUCKET,
     BUCKET_HASH_FIELD,
@@ -42,7 +40,14 @@ from hudisql.write.index_settings import (
     IndexSettings,
 )
 from hudisql.write.pipeline import FAULT_AFTER_FILES
-from hudisql.write.tagging import FOOTER_BLOOM, FOOTER_BLOOM_TYPE, bucket_id, keys_in_base_file
+from hudisql.write.tagging import (
+    FOOTER_BLOOM,
+    FOOTER_BLOOM_TYPE,
+    _bucket_file_ids,
+    bucket_file_id,
+    bucket_id,
+    keys_in_base_file,
+)
 from tests.fixtures import copy_table, table_path
 from tests.write.conftest import TRIP_SCHEMA
 from tests.write.trips import check
@@ -109,14 +114,7 @@ def _table(session: HudiSession, tmp_path: Path, index_type: str, table_type: st
 
 def _build(path: str, partitions: tuple[str, ...]) -> None:
     """Build metadata partitions from the table, as the indexer's end state."""
-    table = HudiTable.open(path)
-    base = table.timeline.last_completed()
-    assert base is not None
-    for partition in partitions:
-        records = build_partition_records(table, partition)
-        count = file_group_count(partition_spec(partition).kind, len(records))
-        MetadataTable(table).build_partition(partition, records, base.timestamp, count)
-        table = set_partition_state(table, partition, "completed")
+    build_partitions(HudiTable.open(path), partitions)
 
 
 def _write(handle: HudiTableHandle, session: HudiSession, rows: list[Row], index_type: str,
@@ -330,6 +328,23 @@ def test_bucket_ids_are_hudis(hudi_session: HudiSession, fields: list[str]) -> N
     got = {r[0]: r[1] for r in df.select(RECORD_KEY, bucket_id(settings)).collect()}
     assert got == {k: _hudi_bucket(k, fields, 7) for k in keys}
     assert got["abc"] == (31 + 96354) % 7  # Java: List.of("abc").hashCode() == 96385
+
+
+def test_new_bucket_file_ids_from_the_driver_are_the_per_record_ones(
+        hudi_session: HudiSession) -> None:
+    """The writer names a new bucket's file group from digests computed once per partition
+    on the driver; they are exactly :func:`bucket_file_id`'s (an MD5 per record), so two
+    writers creating one bucket still name the same file group."""
+    from pyspark.sql import functions as F
+
+    parts = ["city=sf", "city=la", "", "a=1/b=x\u00e9"]
+    rows = [(p, b) for p in parts for b in (0, 3, 12345678)]
+    df = hudi_session.spark.createDataFrame(rows, f"{PARTITION_PATH} string, b int")
+    got = df.select(bucket_file_id(F.col("b")).alias("per_record"),
+                    _bucket_file_ids(F.col("b"), parts).alias("driver")).collect()
+    assert all(r.per_record == r.driver for r in got)
+    assert len({r.driver for r in got}) == len(rows)
+    assert got[0].driver.startswith("00000000-") and got[0].driver.endswith("-0")
 
 
 def test_bloom_on_hudi_written_files_gives_simple_rows(hudi_session: HudiSession,

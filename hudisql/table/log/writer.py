@@ -115,17 +115,18 @@ def encode_avro_data_block(
 
 def encode_parquet_data_block(
     table: pa.Table, avro_schema: str, header: Mapping[HeaderKey, str],
-    compression: str = "snappy",
+    compression: str = "snappy", use_dictionary: bool | list[str] = True,
 ) -> bytes:
     """A parquet data block (Hudi's ``HoodieParquetDataBlock``): the rows of ``table`` as
     one parquet file, the Avro writer schema in the SCHEMA header. Readers decode it with
-    Arrow in one pass (hudi-rs and Apache Hudi read these blocks too).
+    Arrow in one pass (hudi-rs and Apache Hudi read these blocks too). ``use_dictionary``:
+    as pyarrow's (the columns to dictionary-encode, or all / none).
 
     Raises:
         WriteError: a bad header.
     """
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression=compression)
+    pq.write_table(table, sink, compression=compression, use_dictionary=use_dictionary)
     return encode_block(BlockType.PARQUET_DATA, _with_schema(header, avro_schema),
                         sink.getvalue().to_pybytes())
 
