@@ -4,12 +4,40 @@ validates exactly (issue 12: every commit keeps the metadata table exact)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
-from tests.fixtures import TABLE_ZIPS, copy_table, table_path
+from tests.fixtures import TABLE_ZIPS, TEST_JVM_OPTS, copy_table, table_path
+
+#: Every Spark driver the suite starts (this process's SparkSession and the drivers of the
+#: subprocesses, notebooks and demo, which inherit the environment) runs with TEST_JVM_OPTS:
+#: ``spark-submit`` adds ``SPARK_SUBMIT_OPTS`` to the driver's command line. A value set
+#: outside the suite is kept.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS)
+
+
+#: Hypothesis's timing health check (input generation "too slow") fails tests on a loaded
+#: machine (two test processes and other work on 2 cores) while asserting no behaviour.
+settings.register_profile("hudisql", suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("hudisql")
+
+#: Markers of tests that take many seconds (their modules start first in a parallel run).
+SLOW_MARKERS = ("slow", "notebook", "cluster")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a pytest-xdist worker (``./dev test`` runs two), put the modules that hold slow
+    tests first, in their collected order: xdist hands out whole files (``--dist
+    loadfile``), and a long file handed out last would leave the other process idle."""
+    if not hasattr(config, "workerinput"):
+        return
+    slow = {item.path for item in items
+            if any(item.get_closest_marker(m) is not None for m in SLOW_MARKERS)}
+    items.sort(key=lambda item: item.path not in slow)  # stable: collected order kept
 
 
 @pytest.fixture(params=sorted(TABLE_ZIPS))

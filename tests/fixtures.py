@@ -15,6 +15,11 @@ from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "hudi"
 
+#: JVM options of the suite's Spark JVMs: the client compiler only and the serial collector.
+#: They live seconds to minutes on small data, so the server compiler's work (about half a
+#: short driver's CPU time) never pays back. ``tests/conftest.py`` sets them for every driver.
+TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 #: Every fixture table by name, with its zip path relative to FIXTURES.
 TABLE_ZIPS = {
     "v6_trips_8i1u": "quickstart_trips_table/mor/avro/v6_trips_8i1u.zip",

@@ -25,6 +25,8 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from tests.fixtures import TEST_JVM_OPTS
+
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +44,8 @@ from hudisql.table.write_create import create_table
 master, path = sys.argv[1], sys.argv[2]
 session = hudisql.connect(warehouse=os.path.join(os.path.dirname(path), "wh"), conf={
     "spark.master": master, "spark.cores.max": "1", "spark.executor.cores": "1",
-    "spark.executor.memory": "512m", "spark.sql.shuffle.partitions": "2"})
+    "spark.executor.memory": "512m", "spark.sql.shuffle.partitions": "2",
+    "spark.executor.extraJavaOptions": sys.argv[4]})
 spark = session.spark
 try:
     schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("city", pa.string()),
@@ -74,6 +77,8 @@ def _spark_env(log_dir: Path) -> dict[str, str]:
     """An environment without this checkout on any path: executors must get the zip."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYSPARK_", "SPARK_")) and k != "PYTHONPATH"}
+    # The master, the worker and the driver on the suite's JVM options (tests/fixtures.py).
+    env.update(SPARK_DAEMON_JAVA_OPTS=TEST_JVM_OPTS, SPARK_SUBMIT_OPTS=TEST_JVM_OPTS)
     env.update(SPARK_HOME=str(SPARK_HOME), SPARK_LOG_DIR=str(log_dir),
                SPARK_WORKER_DIR=str(log_dir / "work"), SPARK_LOCAL_IP="127.0.0.1",
                PYSPARK_PYTHON=sys.executable)
@@ -140,8 +145,8 @@ def standalone(tmp_path: Path) -> Iterator[str]:
 def test_write_and_read_on_a_standalone_cluster(standalone: str, tmp_path: Path) -> None:
     env = _spark_env(tmp_path)
     proc = subprocess.run([sys.executable, "-c", _DRIVER, standalone, str(tmp_path / "trips"),
-                           str(REPO)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=240)
+                           str(REPO), TEST_JVM_OPTS], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))
     out = json.loads(line.removeprefix("RESULT"))

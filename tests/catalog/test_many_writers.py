@@ -69,12 +69,8 @@ def test_writers_in_three_processes_on_one_catalog_table(
     spark: Any, catalog_url: str, tmp_path: Path,
 ) -> None:
     warehouse = tmp_path / "warehouse"
-    session = hudisql.connect(spark, warehouse=warehouse, catalog=catalog_url)
-    session.sql("CREATE TABLE stress (id INT, k INT, v BIGINT) USING hudi "
-                "TBLPROPERTIES (primaryKey = 'id', type = 'mor')")
-    values = ", ".join(f"({i}, {i % 3}, 0)" for i in range(M))
-    session.sql(f"INSERT INTO stress VALUES {values}")
-    path = session.table("stress").path
+    # The writers start their sessions while this one creates the table: they touch it only
+    # after GO.
     started = time.monotonic()
     logs = [open(tmp_path / f"writer{k}.log", "w") for k in range(WRITERS)]  # noqa: SIM115
     writers = [subprocess.Popen(
@@ -85,6 +81,12 @@ def test_writers_in_three_processes_on_one_catalog_table(
     sql_sums: list[int] = []
     core_sums: list[int] = []
     try:
+        session = hudisql.connect(spark, warehouse=warehouse, catalog=catalog_url)
+        session.sql("CREATE TABLE stress (id INT, k INT, v BIGINT) USING hudi "
+                    "TBLPROPERTIES (primaryKey = 'id', type = 'mor')")
+        values = ", ".join(f"({i}, {i % 3}, 0)" for i in range(M))
+        session.sql(f"INSERT INTO stress VALUES {values}")
+        path = session.table("stress").path
         for proc in writers:
             assert _line(proc, 300) == "READY"
         ready = time.monotonic()
