@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from hudisql.table.small_files import (
     average_record_size,
 )
 from hudisql.write.pipeline import FAULT_AFTER_FILES, MAX_RECORDS_PER_FILE
-from tests.write.test_write_faults import _child as spark_child
+from tests.write.test_write_faults import run_child
 from tests.write.trips import Row, crash_when_written, frame, rs_rows, spark_rows
 
 pytestmark = pytest.mark.spark
@@ -186,10 +184,7 @@ def test_rewrite_under_task_retry_commits_once(hudi_session: HudiSession,
               *_rows(3, start=300, city="la")]
     brief = {"path": handle.path, "master": "local[2,4]", "rows": upsert,
              "operation": "upsert", "options": {FAULT_AFTER_FILES: "1"}}
-    proc = spark_child(brief, stderr=subprocess.PIPE)
-    out, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err[-3000:]
-    result = json.loads(next(x for x in out.splitlines() if x.startswith("RESULT"))[7:])
+    result = run_child(brief)
     expected = _expected(first, upsert)
     assert spark_rows(handle) == expected
     assert rs_rows(handle) == expected

@@ -49,6 +49,17 @@ def _child(brief: dict[str, Any], **popen: Any) -> subprocess.Popen[str]:
                             cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, **popen)
 
 
+def run_child(brief: dict[str, Any]) -> dict[str, Any]:
+    """Run a ``spark_child`` write to its end and return its RESULT line (fails the test,
+    with the child's stderr, when the child fails)."""
+    proc = _child(brief, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    result: dict[str, Any] = json.loads(
+        next(x for x in out.splitlines() if x.startswith("RESULT"))[7:])
+    return result
+
+
 def _base_files(path: str) -> set[str]:
     return {str(p.relative_to(path)) for p in Path(path).rglob("*.parquet")
             if ".hoodie" not in p.parts}
@@ -58,10 +69,7 @@ def test_task_retries_commit_exactly_once(new_table: Callable[..., HudiTableHand
     handle = new_table("MERGE_ON_READ")
     brief = {"path": handle.path, "master": "local[2,4]", "rows": ROWS, "operation": "insert",
              "options": {FAULT_AFTER_FILES: "1"}}
-    proc = _child(brief, stderr=subprocess.PIPE)
-    out, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err[-3000:]
-    result = json.loads(next(x for x in out.splitlines() if x.startswith("RESULT"))[7:])
+    result = run_child(brief)
     assert _rows(handle) == sorted(ROWS)
     assert _oracle(handle) == sorted(ROWS)
     timeline = handle.core().timeline
@@ -90,10 +98,7 @@ def test_task_retries_of_log_writes_keep_the_indexes_exact(
                ("u3", 2, "rider-C", 31.0, "la", False), ("u4", 2, "rider-D", 40.0, "ny", True)]
     brief = {"path": handle.path, "master": "local[2,4]", "rows": updates,
              "operation": "upsert", "options": {FAULT_AFTER_FILES: "1"}}
-    proc = _child(brief, stderr=subprocess.PIPE)
-    out, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, err[-3000:]
-    result = json.loads(next(x for x in out.splitlines() if x.startswith("RESULT"))[7:])
+    result = run_child(brief)
     assert all(".log." in Path(f).name for f in result["files"])
     expected = sorted([("u1", 2, "rider-Z", 11.0, "sf"), ROWS[1], ("u3", 2, "rider-C", 31.0, "la")])
     assert _rows(handle) == expected
