@@ -7,7 +7,8 @@
 Builds a table of ``--rows`` rows (bulk insert, partitioned by ``city``; with
 ``--index-type BUCKET`` created bucketed with ``--buckets`` buckets per partition, with
 ``RECORD_INDEX`` given a record index after the load, untimed; ``--column-stats`` gives it
-a metadata table with column stats of those columns), upserts
+a metadata table with column stats of those columns, ``--secondary-index`` a secondary
+index on that column), upserts
 ``rows/5`` records (``--updates`` of them updates) once to warm the JVM and the Python
 workers (on a copy), then upserts them to the table itself and prints:
 
@@ -138,6 +139,9 @@ def main() -> None:
     parser.add_argument("--column-stats", default="",
                         help="comma-separated columns: give the table a metadata table with "
                         "column stats of them (files + column stats upkeep in the commit)")
+    parser.add_argument("--secondary-index", default="",
+                        help="a column: give the table a secondary index on it (its upkeep "
+                        "in every commit)")
     parser.add_argument("--driver-top", type=int, default=0,
                         help="also print the driver's top functions by cumulative time")
     parser.add_argument("--option", action="append", default=[], help="key=value write option")
@@ -168,6 +172,8 @@ def main() -> None:
         if args.column_stats:
             handle.indexes.create("column_stats", args.column_stats.split(","),
                                   using="column_stats")
+        if args.secondary_index:
+            handle.indexes.create(f"idx_{args.secondary_index}", [args.secondary_index])
         batch = _records(spark, args.rows - n_updates, upsert_rows, 2).cache()
         batch.count()
         shutil.copytree(path, work / "warm")
