@@ -83,8 +83,10 @@ _TASK_PARTS: dict[str, tuple[str, ...]] = {
     "log delete block encode": ("writer.py:encode_delete_block",),
     "log file create": ("write_files.py:create_log_files",),
     "base file (stamp, encode, write)": ("write_files.py:write_base_file",),
-    "copy-on-write merge": ("write_slices.py:merge_copy_on_write",),
-    "index changes (row_changes)": ("row_changes.py:log_write_changes", "row_changes.py:of"),
+    "copy-on-write merge": ("write_slices.py:copy_on_write_merge",),
+    "index changes (row_changes)": ("row_changes.py:log_write_changes", "row_changes.py:of",
+                                    "row_changes.py:replaced_rows"),
+    "index changes to the driver (IPC)": ("row_changes.py:to_ipc",),
     "log column stats": ("column_stats.py:table_ranges",),
 }
 
