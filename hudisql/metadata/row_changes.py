@@ -2,9 +2,11 @@
 
 :meth:`RowChanges.of` compares a file group's rows before and after a commit (record key and
 the secondary index columns) in Arrow: keys that appeared, keys that vanished, and per
-secondary column the ``(value, key)`` pairs that went and came. The Spark write can compute
-it on its executors while it merges a file group (a pure function of two tables) and hand it
-to the metadata participant; otherwise the participant reads the slices itself.
+secondary column the ``(value, key)`` pairs that went and came. A write that knows which
+rows it replaced, removed and added compares only those (:func:`replaced_rows`: a
+copy-on-write merge, a log file's records). The Spark write computes them on its executors
+and hands them to the metadata participant as Arrow IPC (:meth:`RowChanges.to_ipc`; no
+Python object per row on either side); otherwise the participant reads the slices itself.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ Pair = tuple[str | None, str]
 #: Secondary index entries as an Arrow table: the value as the index stores it, the key.
 PAIRS = pa.schema([("value", pa.string()), ("key", pa.string())])
 #: The wire form of :class:`RowChanges` (:meth:`RowChanges.to_ipc`): one row per key or
-#: pair, ``kind`` saying which list it is in (see ``_KINDS``).
+#: pair, ``kind`` saying which list it is in (inserted, removed, gone, added), ``column``
+#: the secondary column of a pair.
 _WIRE = pa.schema([("kind", pa.int8()), ("column", pa.string()), ("value", pa.string()),
                    ("key", pa.string())])
 _INSERTED, _REMOVED, _GONE, _ADDED = range(4)

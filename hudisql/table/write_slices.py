@@ -159,11 +159,11 @@ class CopyOnWriteMerge:
     #: The slice's rows before the merge.
     stored: pa.Table
     #: Positions (in ``stored``) of the rows incoming records replaced ...
-    replaced: pa.Array
+    replaced: np.ndarray
     #: ... and those records, in the same order.
     winners: pa.Table
     #: Stored rows that are gone (deleted, not replaced): a mask over ``stored``.
-    removed: pa.Array
+    removed: np.ndarray
     #: The incoming records of keys the slice did not hold (inserts), or None.
     inserts: pa.Table | None
 
@@ -220,4 +220,4 @@ def copy_on_write_merge(table: HudiTable, work: SliceWrite) -> CopyOnWriteMerge:
     merged = pa.concat_tables(tables)
     order = pc.sort_indices(pa.chunked_array(orders, pa.int64()))
     return CopyOnWriteMerge(merged.take(order), winners.num_rows, int(removed.sum()), stored,
-                            spots, winners, pa.array(removed), inserts)
+                            np.asarray(spots), winners, removed, inserts)

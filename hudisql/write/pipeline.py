@@ -51,7 +51,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel, TaskContext
@@ -387,10 +386,8 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
     changes = None
     if change_columns is not None:
         # Only the rows the merge replaced, removed or added are compared.
-        changes = replaced_rows(
-            merge.stored, np.asarray(merge.replaced), merge.winners,
-            np.asarray(merge.removed.to_numpy(zero_copy_only=False), dtype=bool),
-            merge.inserts, cols)
+        changes = replaced_rows(merge.stored, merge.replaced, merge.winners, merge.removed,
+                                merge.inserts, cols)
     return write_base_file(storage, partition, file_id, instant, token, merge.rows,
                            spec.schema_text, prev_commit=file_slice.base_instant,
                            num_updates=merge.updated, num_deletes=merge.deleted,

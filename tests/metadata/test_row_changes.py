@@ -5,7 +5,6 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -108,8 +107,7 @@ def test_a_copy_on_write_merge_hands_the_changes_a_full_comparison_finds(
                           deletes=[DeleteRecord(f"k{k:03d}", "", 0, NATURAL_ORDER_BRANCH)
                                    for k in sorted(deletes)])
         merge = copy_on_write_merge(client.table, work)
-    found = replaced_rows(merge.stored, np.asarray(merge.replaced), merge.winners,
-                          np.asarray(merge.removed.to_numpy(zero_copy_only=False), dtype=bool),
+    found = replaced_rows(merge.stored, merge.replaced, merge.winners, merge.removed,
                           merge.inserts, ["rider"])
     # The merge: a stored row loses to a record with an equal or greater ts; a delete
     # removes a stored key no record replaces.
