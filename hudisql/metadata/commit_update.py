@@ -337,14 +337,15 @@ def _row_updates(
 
 
 def _minus(these: Sequence[pa.Array], those: Sequence[pa.Array]) -> pa.Array:
-    """The distinct strings of ``these`` not in ``those``, sorted."""
+    """The distinct strings of ``these`` not in ``those``, in the order they first come
+    (file groups in order: deterministic; a log block needs no sorted keys)."""
     if not these:
         return pa.array([], pa.string())
     found = pc.unique(pa.chunked_array(these, pa.string()).combine_chunks())
     if those:
         found = found.filter(pc.invert(pc.is_in(found, value_set=pa.chunked_array(
             those, pa.string()).combine_chunks())))
-    return found.take(pc.sort_indices(found))
+    return found
 
 
 def _secondary_keys(pairs: Sequence[pa.Table]) -> pa.Array:
