@@ -26,6 +26,7 @@ __all__ = [
     "record_index_rows_at",
     "secondary_index_keys",
     "secondary_index_rows",
+    "secondary_key_order",
     "secondary_key_rows",
     "secondary_strings",
 ]
@@ -96,9 +97,8 @@ def secondary_strings(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pa.array([secondary_value(v) for v in values.to_pylist()], pa.string())
 
 
-#: The bytes secondary keys escape (``\\``, ``$``, NUL), as a lookup table over byte values.
-_ESCAPED_BYTES = np.zeros(256, dtype=bool)
-_ESCAPED_BYTES[[ord("\\"), ord("$"), 0]] = True
+#: The bytes secondary keys escape: ``\\``, ``$`` and NUL.
+_ESCAPED_BYTES = (ord("\\"), ord("$"), 0)
 
 
 def _needs_escaping(text: pa.Array) -> bool:
@@ -114,7 +114,10 @@ def _needs_escaping(text: pa.Array) -> bool:
     if data is None or end <= start:
         return False
     values = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
-    return bool(_ESCAPED_BYTES[values].any())
+    found = values == _ESCAPED_BYTES[0]
+    for byte in _ESCAPED_BYTES[1:]:  # comparisons: several times faster than a table lookup
+        found |= values == byte
+    return bool(found.any())
 
 
 def escape_secondary(text: pa.Array) -> pa.Array:
@@ -156,6 +159,46 @@ def secondary_index_keys(values: pa.Array | pa.ChunkedArray,
         return pc.binary_join_element_wise(parts.take(encoded.indices), keys, ""), routes
     value_part = pc.binary_join_element_wise(escape_secondary(secondary_strings(values)), "", "$")
     return pc.binary_join_element_wise(value_part, keys, ""), value_part
+
+
+#: Secondary keys are ordered value by value (:func:`secondary_key_order`) only when the
+#: values hold this many keys on average; fewer, and one sort of the whole keys is cheaper.
+_KEYS_PER_VALUE = 256
+
+
+def secondary_key_order(keys: pa.Array, routes: Sequence[pa.Array]) -> pa.Array:
+    """The indices that sort secondary ``keys`` (``pc.sort_indices(keys)``), given their
+    value parts ``routes`` (arrays in the keys' order, dictionary-encoded as
+    :func:`secondary_index_keys` makes them for the usual types; others are sorted whole).
+
+    Keys of different value parts are in the order of their value parts: ``escape(v)$``
+    holds no unescaped ``$`` before its last byte, so neither of two different value parts
+    is a prefix of the other's key and the first byte they differ at decides. So the keys
+    are ordered by the rank of their value part (an integer sort), then each value's keys
+    among themselves: small sorts of keys that share a prefix, far cheaper than one sort of
+    all. Many values with few keys each are sorted whole instead.
+    """
+    n = len(keys)
+    types = {r.type for r in routes}
+    if len(types) != 1 or not pa.types.is_dictionary(types.pop()):
+        return pc.sort_indices(keys)
+    unified = pa.chunked_array(routes).unify_dictionaries()
+    dictionary = unified.chunk(0).dictionary
+    if n < 2 or len(dictionary) * _KEYS_PER_VALUE > n or unified.null_count:
+        return pc.sort_indices(keys)
+    rank = np.empty(len(dictionary), dtype=np.int32)
+    rank[pc.sort_indices(dictionary).to_numpy()] = np.arange(len(dictionary), dtype=np.int32)
+    by_value = rank[np.concatenate([c.indices.to_numpy() for c in unified.chunks])]
+    # int16 ranks get numpy's radix sort.
+    small = len(dictionary) <= np.iinfo(np.int16).max
+    order = np.argsort(by_value.astype(np.int16) if small else by_value, kind="stable")
+    grouped = keys.take(pa.array(order))
+    ranks = by_value[order]
+    starts = np.flatnonzero(np.diff(ranks)) + 1
+    bounds = zip(np.r_[0, starts].tolist(), np.r_[starts, n].tolist(), strict=True)
+    within = [pc.sort_indices(grouped.slice(start, end - start)).to_numpy() + start
+              for start, end in bounds]
+    return pa.array(order[np.concatenate(within)])
 
 
 def secondary_key_rows(joined: pa.Array | pa.ChunkedArray, deleted: bool = False) -> pa.Table:

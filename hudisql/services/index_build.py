@@ -41,6 +41,7 @@ from hudisql.metadata import schema as S
 from hudisql.metadata.arrow_records import (
     record_index_rows_at,
     secondary_index_keys,
+    secondary_key_order,
     secondary_key_rows,
 )
 from hudisql.metadata.builders import (
@@ -103,12 +104,11 @@ PROGRESS_INTERVAL = 0.5
 _STATS_SCHEMA = pa.schema([("path", pa.string()), ("file_id", pa.string()),
                            ("partition", pa.string()), ("rows", pa.int64()),
                            ("bytes", pa.int64())])
-_STATS = "path string, file_id string, partition string, rows long, bytes long"
 _PIECES_SCHEMA = pa.schema([("target", pa.int32()), ("unit", pa.int32()),
                             ("rows", pa.int64()), ("file", pa.string()),
                             ("offset", pa.int64()), ("length", pa.int64())])
-_PIECES = "target int, unit int, rows long, file string, offset long, length long"
-#: A piece column: what the rows route by, when the unit made it (dropped before sending).
+#: A piece column: what the rows route by, when the unit made it (secondary keys: their
+#: value parts, dictionary-encoded; the writer orders the keys by them).
 _ROUTE = "route"
 #: Partitions whose pieces travel as their keys only (the rows are built by the writer).
 _BY_KEY = (MetadataPartitionType.RECORD_INDEX, MetadataPartitionType.SECONDARY_INDEX)
@@ -217,10 +217,12 @@ def _group_rows(partition: str, pieces: Sequence[tuple[int, pa.Table]], units: S
         return _merged_rows(pa.concat_tables([t for _, t in pieces]).cast(S.arrow_schema()))
     keys = pa.concat_arrays([t.column("key").combine_chunks().cast(pa.string())
                              for _, t in pieces])
+    if kind == MetadataPartitionType.SECONDARY_INDEX:
+        routes = [c for _, t in pieces for c in t.column(_ROUTE).chunks]
+        keys = keys.take(secondary_key_order(keys, routes))
+        return _merged_rows(secondary_key_rows(keys), keys_sorted=True)
     order = pc.sort_indices(keys)
     keys = keys.take(order)
-    if kind == MetadataPartitionType.SECONDARY_INDEX:
-        return _merged_rows(secondary_key_rows(keys), keys_sorted=True)
     slots = sorted({u for u, _ in pieces})
     slot_of = {u: i for i, u in enumerate(slots)}
     which = np.concatenate([np.full(t.num_rows, slot_of[u], np.int32) for u, t in pieces])
@@ -267,7 +269,6 @@ def _stage_rows(path: str, staging: str, units: list[_Unit], targets: Mapping[tu
                     count = groups[unit.partition]
                     if _ROUTE in rows.column_names:  # secondary keys' value parts, as made
                         fgs = file_group_indexes(rows.column(_ROUTE), count)
-                        rows = rows.drop_columns([_ROUTE])
                     else:
                         fgs = partition_spec(unit.partition).route(rows.column("key"), count)
                     # int16 group numbers get numpy's radix sort.
@@ -483,6 +484,8 @@ class IndexBackend:
             raise IndexingError(
                 f"building indexes of table {table.name} needs a Spark session: use "
                 "hudisql.connect() and its table handles or SQL")
+        # Task schemas as Spark types (a DDL string is parsed by a JVM call per job).
+        from pyspark.sql.pandas.types import from_arrow_schema
         mdt = MetadataTable(table)
         definitions = self.definitions(table)
         units = self._units(table, partitions, definitions)
@@ -498,7 +501,8 @@ class IndexBackend:
         readers = min(len(units), MAX_TASKS, max(slots, -(-size // BYTES_PER_TASK)))
         staged = spark.range(len(units), numPartitions=max(1, readers)).mapInArrow(
             _stage_rows(table.base_path, staging, units, targets,
-                        {p: len(v) for p, v in ids.items()}, definitions), _PIECES)
+                        {p: len(v) for p, v in ids.items()}, definitions),
+            from_arrow_schema(_PIECES_SCHEMA))
         with _progress(table, staging, len(units), on_progress):
             located = staged.collect()
         pieces: dict[int, list[_Piece]] = {}
@@ -507,7 +511,8 @@ class IndexBackend:
                 _Piece(int(row["unit"]), row["file"], int(row["offset"]), int(row["length"])))
         writers = max(1, min(len(groups), MAX_TASKS, slots))
         rows = spark.range(len(groups), numPartitions=writers).mapInArrow(
-            _write_groups(table.base_path, groups, units, pieces, init), _STATS).collect()
+            _write_groups(table.base_path, groups, units, pieces, init),
+            from_arrow_schema(_STATS_SCHEMA)).collect()
         stats = [WriteStat(file_id=row["file_id"], path=row["path"], num_writes=row["rows"],
                            num_inserts=row["rows"], partition_path=row["partition"],
                            total_write_bytes=row["bytes"], file_size_in_bytes=row["bytes"])
