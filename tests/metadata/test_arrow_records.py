@@ -111,7 +111,8 @@ def test_slice_rows_equal_the_dict_builders(mor_table: HudiTable) -> None:
 
 def test_base_files_sorted_with_prefix_encoded_keys(mor_table: HudiTable) -> None:
     """A metadata base file holds its rows in key order, in row groups a lookup can skip by
-    their key statistics, the keys DELTA_BYTE_ARRAY-encoded and snappy-compressed."""
+    their key statistics, the keys DELTA_BYTE_ARRAY-encoded and snappy-compressed, and only
+    the payload its records use; a read gives the whole records back."""
     import pyarrow.parquet as pq
 
     mdt = MetadataTable(mor_table)
@@ -129,3 +130,7 @@ def test_base_files_sorted_with_prefix_encoded_keys(mor_table: HudiTable) -> Non
     assert all(low <= high < ranges[i + 1][0] for i, (low, high) in enumerate(ranges[:-1]))
     chunk = meta.row_group(0).column(column)
     assert "DELTA_BYTE_ARRAY" in chunk.encodings and chunk.compression == "SNAPPY"
+    assert meta.schema.to_arrow_schema().names == ["key", "type", "recordIndexMetadata"]
+    mdt.complete_instant(ts, [stat])
+    got = mdt.reload().read_partition("record_index", keys=["key000007"])
+    assert got == {"key000007": record_index_record("key000007", LOC)}
