@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
 from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import MetadataPartitionType
@@ -37,54 +38,60 @@ _PAYLOADS = ("filesystemMetadata", "BloomFilterMetadata", "ColumnStatsMetadata",
              "recordIndexMetadata", "SecondaryIndexMetadata")
 
 
-#: Per type, a long run of nulls that :func:`_repeat` slices (zero copy); grown as needed.
-_NULL_RUNS: dict[pa.DataType, pa.Array] = {}
-
-
 def _repeat(value: object, n: int, dtype: pa.DataType) -> pa.Array:
-    """``n`` copies of ``value``. Nulls are slices of a cached run made from one converted
-    null (a null struct keeps the child values ``pa.array`` gives it, which parquet accepts
-    for non-nullable children, unlike ``pa.nulls``)."""
-    if value is not None:
-        return pa.repeat(pa.scalar(value, dtype), n)
-    run = _NULL_RUNS.get(dtype)
-    if run is None or len(run) < n:
-        size = max(n, 2 * len(run) if run is not None else 1024)
-        run = pa.array([None], dtype).take(pa.array(np.zeros(size, dtype=np.int32)))
-        _NULL_RUNS[dtype] = run
-    return run.slice(0, n)
+    """``n`` copies of ``value``."""
+    return pa.repeat(pa.scalar(value, dtype), n)
 
 
 def _rows(keys: pa.Array, record_type: int, payload: str, values: pa.StructArray) -> pa.Table:
+    """Base-file rows holding one payload: ``key``, ``type`` and ``payload`` (the other
+    payloads are null in every row: a base file leaves them out, see
+    :func:`stored_columns`)."""
     schema = S.arrow_schema()
     n = len(keys)
-    columns = [keys.cast(pa.string()), _repeat(record_type, n, pa.int32())]
-    for name in _PAYLOADS:
-        dtype = schema.field(name).type
-        columns.append(values.cast(dtype) if name == payload else _repeat(None, n, dtype))
-    return pa.Table.from_arrays(columns, schema=schema)
+    fields = [schema.field("key"), schema.field("type"), schema.field(payload)]
+    columns = [keys.cast(pa.string()), _repeat(record_type, n, pa.int32()),
+               values.cast(fields[2].type)]
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
 def stored_columns(rows: pa.Table) -> pa.Table:
     """The columns of base-file rows a base file stores: ``key``, ``type`` and the payloads
-    that hold a value in some row (a partition's records use one payload; the others are
-    null in every record, and writing their fifty-odd null leaf columns was more than half
-    of an index build's parquet time). :func:`with_payloads` restores them on read."""
+    that hold a value in some row, in the schema's order. A partition's records use one
+    payload; the others are null in every record, and writing their fifty-odd null leaf
+    columns was more than half of an index build's parquet time. :func:`with_payloads`
+    restores them on read.
+
+    Raises:
+        MetadataTableError: ``rows`` lack ``key`` or ``type``, or hold a column that is not
+            in the base-file shape (:func:`hudisql.metadata.schema.arrow_schema`) or has
+            another type.
+    """
+    schema = S.arrow_schema()
+    for field in rows.schema:
+        if field.name not in schema.names or not field.type.equals(
+                schema.field(field.name).type):
+            raise MetadataTableError(
+                f"column {field.name} ({field.type}) is not a column of the metadata base "
+                "file shape (hudisql.metadata.schema.arrow_schema)")
+    if "key" not in rows.column_names or "type" not in rows.column_names:
+        raise MetadataTableError("metadata base file rows need a key and a type column")
     n = rows.num_rows
-    empty = [name for name in _PAYLOADS if rows.column(name).null_count == n]
-    return rows.drop_columns(empty) if empty else rows
+    kept = [f.name for f in schema if f.name in rows.column_names and (
+        f.name not in _PAYLOADS or rows.column(f.name).null_count < n)]
+    return rows.select(kept)
 
 
 def with_payloads(rows: pa.Table) -> pa.Table:
-    """Base-file rows as read from a file written by :func:`stored_columns`, in the full
-    base-file shape: the payload columns the file leaves out are null (the Avro default of
+    """Base-file rows that may leave payload columns out (as :func:`stored_columns` writes
+    them) in the full base-file shape: the missing payloads are null (the Avro default of
     these optional fields)."""
     schema = S.arrow_schema()
     if rows.schema.names == schema.names:
         return rows
     n = rows.num_rows
     return pa.Table.from_arrays(
-        [rows.column(f.name) if f.name in rows.column_names else _repeat(None, n, f.type)
+        [rows.column(f.name) if f.name in rows.column_names else pa.nulls(n, f.type)
          for f in schema], schema=schema)
 
 

@@ -295,8 +295,9 @@ class MetadataTable:
         self, partition: str, file_id: str, rows: pa.Table, instant_time: str,
         routed: bool = False,
     ) -> WriteStat:
-        """Write one file group's base file: ``rows`` (base-file shape), sorted by key,
-        without the payload columns null in every row (readers restore them: reader.py).
+        """Write one file group's base file: ``rows`` (base-file shape; payload columns
+        may be left out), sorted by key, without the payload columns null in every row
+        (readers restore them: reader.py).
 
         A pure function of storage, so a Spark task can write its file group; the rows must
         all route to ``file_id``. A re-run replaces the file (a half-built partition).
@@ -306,7 +307,8 @@ class MetadataTable:
                 index build's writer): they are not hashed again to check.
 
         Raises:
-            MetadataTableError: a row whose key belongs to another file group.
+            MetadataTableError: a row whose key belongs to another file group, or a column
+                not in the base-file shape.
         """
         ids = self.require_groups(partition)
         index = ids.index(file_id) if file_id in ids else -1
@@ -321,12 +323,12 @@ class MetadataTable:
                 f"rows given for file group {file_id} of metadata partition {partition} hold "
                 "keys of other file groups; route them with PartitionSpec.route"
             )
-        rows = rows.select(S.arrow_schema().names)
-        if not rows.schema.equals(S.arrow_schema()):
+        try:
+            rows = stored_columns(rows)
+        except MetadataTableError as exc:
             raise MetadataTableError(
-                f"rows given for file group {file_id} of metadata partition {partition} are "
-                "not in the metadata base file shape (hudisql.metadata.schema.arrow_schema)"
-            )
+                f"rows given for file group {file_id} of metadata partition {partition}: "
+                f"{exc}") from None
         keys = rows.column("key")
         if rows.num_rows > 1 and not pc.all(pc.less_equal(
                 keys.slice(0, rows.num_rows - 1), keys.slice(1))).as_py():
@@ -345,7 +347,7 @@ class MetadataTable:
         # smaller files. Sorted keys share long prefixes, which DELTA_BYTE_ARRAY stores
         # once: with snappy, a 500k-key record index file writes in 14% less time than
         # plain zstd pages, reads in half the time, and is a fifth smaller.
-        pq.write_table(stored_columns(rows), sink, compression="snappy", store_schema=False,
+        pq.write_table(rows, sink, compression="snappy", store_schema=False,
                        row_group_size=_row_group_rows(rows), use_dictionary=_DICTIONARY,
                        column_encoding={"key": "DELTA_BYTE_ARRAY"}, write_statistics=["key"])
         data = sink.getvalue()

@@ -43,6 +43,7 @@ from hudisql.metadata.arrow_records import (
     secondary_index_keys,
     secondary_key_order,
     secondary_key_rows,
+    with_payloads,
 )
 from hudisql.metadata.builders import (
     RECORD_KEY,
@@ -306,7 +307,7 @@ def _merged_rows(rows: pa.Table, keys_sorted: bool = False) -> pa.Table:
     elif pc.count_distinct(keys).as_py() == n:
         return rows
     merged: dict[str, Record] = {}
-    for record in S.from_parquet_rows(rows):
+    for record in S.from_parquet_rows(with_payloads(rows)):
         older = merged.get(record["key"])
         merged[record["key"]] = record if older is None else merge_records(older, record)
     return S.to_parquet_rows(list(merged.values()))

@@ -17,6 +17,7 @@ from hudisql.metadata.arrow_records import (
     secondary_index_keys,
     secondary_index_rows,
     secondary_key_order,
+    with_payloads,
 )
 from hudisql.metadata.keys import RecordLocation, secondary_index_key
 from hudisql.metadata.records import record_index_record, secondary_index_record, secondary_value
@@ -29,7 +30,9 @@ LOC = RecordLocation("city=sf", "0a1b2c3d-0000-4000-8000-00000000000f-0", "20240
 def test_record_index_rows_equal_dict_records() -> None:
     keys = pa.array(["k1", "k2", "€"])
     expected = S.to_parquet_rows([record_index_record(k, LOC) for k in ("k1", "k2", "€")])
-    assert record_index_rows(keys, LOC).equals(expected)
+    got = record_index_rows(keys, LOC)
+    assert got.column_names == ["key", "type", "recordIndexMetadata"]  # what a file stores
+    assert with_payloads(got).equals(expected)
 
 
 @given(st.lists(st.tuples(st.one_of(st.none(), st.text()), st.text(min_size=1)), max_size=15))
@@ -38,7 +41,7 @@ def test_secondary_rows_escape_as_the_scalar_keys_do(pairs: list[tuple[str | Non
     keys = pa.array([k for _, k in pairs], pa.string())
     got = secondary_index_rows(values, keys, deleted=True)
     expected = S.to_parquet_rows([secondary_index_record(v, k, deleted=True) for v, k in pairs])
-    assert got.equals(expected)
+    assert with_payloads(got).equals(expected)
     assert escape_secondary(pa.array([None], pa.string())).to_pylist() == ["\0"]
 
 
@@ -102,10 +105,10 @@ def test_slice_rows_equal_the_dict_builders(mor_table: HudiTable) -> None:
     )
 
     for file_slice in mor_table.file_slices():
-        assert record_index_slice_rows(mor_table, file_slice).equals(
+        assert with_payloads(record_index_slice_rows(mor_table, file_slice)).equals(
             S.to_parquet_rows(record_index_records(mor_table, file_slice)))
         for column in ("rider", "day", "fare"):
-            assert secondary_index_slice_rows(mor_table, file_slice, column).equals(
+            assert with_payloads(secondary_index_slice_rows(mor_table, file_slice, column)).equals(
                 S.to_parquet_rows(secondary_index_records(mor_table, file_slice, column)))
 
 
@@ -134,3 +137,22 @@ def test_base_files_sorted_with_prefix_encoded_keys(mor_table: HudiTable) -> Non
     mdt.complete_instant(ts, [stat])
     got = mdt.reload().read_partition("record_index", keys=["key000007"])
     assert got == {"key000007": record_index_record("key000007", LOC)}
+
+
+def test_base_file_rows_of_another_shape_are_refused(mor_table: HudiTable) -> None:
+    """Rows with a column the base-file shape lacks, or of another type, or without a
+    type column, are refused before anything is written."""
+    from hudisql.errors import MetadataTableError
+
+    mdt = MetadataTable(mor_table)
+    ts = mdt.new_init_instant(mor_table.timeline.last_completed().timestamp)
+    mdt.initialize_partition("record_index", 1, ts)
+    (file_id,) = mdt.file_group_ids("record_index")
+    good = record_index_rows(pa.array(["k1"]), LOC)
+    for bad, named in ((good.append_column("extra", pa.array([1])), "column extra"),
+                       (good.set_column(1, "type", pa.array([5], pa.int64())), "column type"),
+                       (good.drop_columns(["type"]), "need a key and a type")):
+        with pytest.raises(MetadataTableError, match=named):
+            mdt.write_base_file("record_index", file_id, bad, ts)
+    assert not mdt.storage.list_dir("record_index") or all(
+        not s.name.endswith(".parquet") for s in mdt.storage.list_dir("record_index"))
