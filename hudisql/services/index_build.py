@@ -291,10 +291,12 @@ def _stage_rows(path: str, staging: str, units: list[_Unit], targets: Mapping[tu
                     small = count <= np.iinfo(np.int16).max
                     order = np.argsort(fgs.astype(np.int16) if small else fgs, kind="stable")
                     ordered = rows.take(pa.array(order))
-                    found, starts, counts = np.unique(fgs[order], return_index=True,
-                                                      return_counts=True)
-                    for fg, start, n in zip(found.tolist(), starts.tolist(), counts.tolist(),
-                                            strict=True):
+                    # Runs of one group in the ordered groups (np.unique would sort again).
+                    runs = fgs[order]
+                    starts = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1]])
+                    counts = np.diff(np.r_[starts, len(runs)])
+                    for fg, start, n in zip(runs[starts].tolist(), starts.tolist(),
+                                            counts.tolist(), strict=True):
                         blob = _ipc(ordered.slice(start, n))
                         for key, value in (("target", targets[(unit.partition, fg)]),
                                            ("unit", int(index)), ("rows", n), ("file", name),
