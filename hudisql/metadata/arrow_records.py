@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
 from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import MetadataPartitionType
@@ -26,40 +27,72 @@ __all__ = [
     "record_index_rows_at",
     "secondary_index_keys",
     "secondary_index_rows",
+    "secondary_key_order",
     "secondary_key_rows",
     "secondary_strings",
+    "stored_columns",
+    "with_payloads",
 ]
 
 _PAYLOADS = ("filesystemMetadata", "BloomFilterMetadata", "ColumnStatsMetadata",
              "recordIndexMetadata", "SecondaryIndexMetadata")
 
 
-#: Per type, a long run of nulls that :func:`_repeat` slices (zero copy); grown as needed.
-_NULL_RUNS: dict[pa.DataType, pa.Array] = {}
-
-
 def _repeat(value: object, n: int, dtype: pa.DataType) -> pa.Array:
-    """``n`` copies of ``value``. Nulls are slices of a cached run made from one converted
-    null (a null struct keeps the child values ``pa.array`` gives it, which parquet accepts
-    for non-nullable children, unlike ``pa.nulls``)."""
-    if value is not None:
-        return pa.repeat(pa.scalar(value, dtype), n)
-    run = _NULL_RUNS.get(dtype)
-    if run is None or len(run) < n:
-        size = max(n, 2 * len(run) if run is not None else 1024)
-        run = pa.array([None], dtype).take(pa.array(np.zeros(size, dtype=np.int32)))
-        _NULL_RUNS[dtype] = run
-    return run.slice(0, n)
+    """``n`` copies of ``value``."""
+    return pa.repeat(pa.scalar(value, dtype), n)
 
 
 def _rows(keys: pa.Array, record_type: int, payload: str, values: pa.StructArray) -> pa.Table:
+    """Base-file rows holding one payload: ``key``, ``type`` and ``payload`` (the other
+    payloads are null in every row: a base file leaves them out, see
+    :func:`stored_columns`)."""
     schema = S.arrow_schema()
     n = len(keys)
-    columns = [keys.cast(pa.string()), _repeat(record_type, n, pa.int32())]
-    for name in _PAYLOADS:
-        dtype = schema.field(name).type
-        columns.append(values.cast(dtype) if name == payload else _repeat(None, n, dtype))
-    return pa.Table.from_arrays(columns, schema=schema)
+    fields = [schema.field("key"), schema.field("type"), schema.field(payload)]
+    columns = [keys.cast(pa.string()), _repeat(record_type, n, pa.int32()),
+               values.cast(fields[2].type)]
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def stored_columns(rows: pa.Table) -> pa.Table:
+    """The columns of base-file rows a base file stores: ``key``, ``type`` and the payloads
+    that hold a value in some row, in the schema's order. A partition's records use one
+    payload; the others are null in every record, and writing their fifty-odd null leaf
+    columns was more than half of an index build's parquet time. :func:`with_payloads`
+    restores them on read.
+
+    Raises:
+        MetadataTableError: ``rows`` lack ``key`` or ``type``, or hold a column that is not
+            in the base-file shape (:func:`hudisql.metadata.schema.arrow_schema`) or has
+            another type.
+    """
+    schema = S.arrow_schema()
+    for field in rows.schema:
+        if field.name not in schema.names or not field.type.equals(
+                schema.field(field.name).type):
+            raise MetadataTableError(
+                f"column {field.name} ({field.type}) is not a column of the metadata base "
+                "file shape (hudisql.metadata.schema.arrow_schema)")
+    if "key" not in rows.column_names or "type" not in rows.column_names:
+        raise MetadataTableError("metadata base file rows need a key and a type column")
+    n = rows.num_rows
+    kept = [f.name for f in schema if f.name in rows.column_names and (
+        f.name not in _PAYLOADS or rows.column(f.name).null_count < n)]
+    return rows.select(kept)
+
+
+def with_payloads(rows: pa.Table) -> pa.Table:
+    """Base-file rows that may leave payload columns out (as :func:`stored_columns` writes
+    them) in the full base-file shape: the missing payloads are null (the Avro default of
+    these optional fields)."""
+    schema = S.arrow_schema()
+    if rows.schema.names == schema.names:
+        return rows
+    n = rows.num_rows
+    return pa.Table.from_arrays(
+        [rows.column(f.name) if f.name in rows.column_names else pa.nulls(n, f.type)
+         for f in schema], schema=schema)
 
 
 def _plain(array: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -96,9 +129,8 @@ def secondary_strings(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pa.array([secondary_value(v) for v in values.to_pylist()], pa.string())
 
 
-#: The bytes secondary keys escape (``\\``, ``$``, NUL), as a lookup table over byte values.
-_ESCAPED_BYTES = np.zeros(256, dtype=bool)
-_ESCAPED_BYTES[[ord("\\"), ord("$"), 0]] = True
+#: The bytes secondary keys escape: ``\\``, ``$`` and NUL.
+_ESCAPED_BYTES = (ord("\\"), ord("$"), 0)
 
 
 def _needs_escaping(text: pa.Array) -> bool:
@@ -114,7 +146,10 @@ def _needs_escaping(text: pa.Array) -> bool:
     if data is None or end <= start:
         return False
     values = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
-    return bool(_ESCAPED_BYTES[values].any())
+    found = values == _ESCAPED_BYTES[0]
+    for byte in _ESCAPED_BYTES[1:]:  # comparisons: several times faster than a table lookup
+        found |= values == byte
+    return bool(found.any())
 
 
 def escape_secondary(text: pa.Array) -> pa.Array:
@@ -156,6 +191,46 @@ def secondary_index_keys(values: pa.Array | pa.ChunkedArray,
         return pc.binary_join_element_wise(parts.take(encoded.indices), keys, ""), routes
     value_part = pc.binary_join_element_wise(escape_secondary(secondary_strings(values)), "", "$")
     return pc.binary_join_element_wise(value_part, keys, ""), value_part
+
+
+#: Secondary keys are ordered value by value (:func:`secondary_key_order`) only when the
+#: values hold this many keys on average; fewer, and one sort of the whole keys is cheaper.
+_KEYS_PER_VALUE = 256
+
+
+def secondary_key_order(keys: pa.Array, routes: Sequence[pa.Array]) -> pa.Array:
+    """The indices that sort secondary ``keys`` (``pc.sort_indices(keys)``), given their
+    value parts ``routes`` (arrays in the keys' order, dictionary-encoded as
+    :func:`secondary_index_keys` makes them for the usual types; others are sorted whole).
+
+    Keys of different value parts are in the order of their value parts: ``escape(v)$``
+    holds no unescaped ``$`` before its last byte, so neither of two different value parts
+    is a prefix of the other's key and the first byte they differ at decides. So the keys
+    are ordered by the rank of their value part (an integer sort), then each value's keys
+    among themselves: small sorts of keys that share a prefix, far cheaper than one sort of
+    all. Many values with few keys each are sorted whole instead.
+    """
+    n = len(keys)
+    types = {r.type for r in routes}
+    if len(types) != 1 or not pa.types.is_dictionary(types.pop()):
+        return pc.sort_indices(keys)
+    unified = pa.chunked_array(routes).unify_dictionaries()
+    dictionary = unified.chunk(0).dictionary
+    if n < 2 or len(dictionary) * _KEYS_PER_VALUE > n or unified.null_count:
+        return pc.sort_indices(keys)
+    rank = np.empty(len(dictionary), dtype=np.int32)
+    rank[pc.sort_indices(dictionary).to_numpy()] = np.arange(len(dictionary), dtype=np.int32)
+    by_value = rank[np.concatenate([c.indices.to_numpy() for c in unified.chunks])]
+    # int16 ranks get numpy's radix sort.
+    small = len(dictionary) <= np.iinfo(np.int16).max
+    order = np.argsort(by_value.astype(np.int16) if small else by_value, kind="stable")
+    grouped = keys.take(pa.array(order))
+    ranks = by_value[order]
+    starts = np.flatnonzero(np.diff(ranks)) + 1
+    bounds = zip(np.r_[0, starts].tolist(), np.r_[starts, n].tolist(), strict=True)
+    within = [pc.sort_indices(grouped.slice(start, end - start)).to_numpy() + start
+              for start, end in bounds]
+    return pa.array(order[np.concatenate(within)])
 
 
 def secondary_key_rows(joined: pa.Array | pa.ChunkedArray, deleted: bool = False) -> pa.Table:

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
+from hudisql.metadata.arrow_records import with_payloads
 from hudisql.metadata.avro import block_records
 from hudisql.metadata.partitions import (
     MetadataPartitionType,
@@ -126,7 +127,7 @@ def merge_slice(
             storage.open_input_file(posixpath.join(partition, file_slice.base_file)),
             filters=key_filter.expression(),
         )
-        for record in S.from_parquet_rows(table):
+        for record in S.from_parquet_rows(with_payloads(table)):
             merged[record["key"]] = record
     blocks: list[LogBlockInfo] = []
     contents: dict[str, bytes] = {}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,7 +14,10 @@ from hudisql.metadata import schema as S
 from hudisql.metadata.arrow_records import (
     escape_secondary,
     record_index_rows,
+    secondary_index_keys,
     secondary_index_rows,
+    secondary_key_order,
+    with_payloads,
 )
 from hudisql.metadata.keys import RecordLocation, secondary_index_key
 from hudisql.metadata.records import record_index_record, secondary_index_record, secondary_value
@@ -25,7 +30,9 @@ LOC = RecordLocation("city=sf", "0a1b2c3d-0000-4000-8000-00000000000f-0", "20240
 def test_record_index_rows_equal_dict_records() -> None:
     keys = pa.array(["k1", "k2", "€"])
     expected = S.to_parquet_rows([record_index_record(k, LOC) for k in ("k1", "k2", "€")])
-    assert record_index_rows(keys, LOC).equals(expected)
+    got = record_index_rows(keys, LOC)
+    assert got.column_names == ["key", "type", "recordIndexMetadata"]  # what a file stores
+    assert with_payloads(got).equals(expected)
 
 
 @given(st.lists(st.tuples(st.one_of(st.none(), st.text()), st.text(min_size=1)), max_size=15))
@@ -34,8 +41,36 @@ def test_secondary_rows_escape_as_the_scalar_keys_do(pairs: list[tuple[str | Non
     keys = pa.array([k for _, k in pairs], pa.string())
     got = secondary_index_rows(values, keys, deleted=True)
     expected = S.to_parquet_rows([secondary_index_record(v, k, deleted=True) for v, k in pairs])
-    assert got.equals(expected)
+    assert with_payloads(got).equals(expected)
     assert escape_secondary(pa.array([None], pa.string())).to_pylist() == ["\0"]
+
+
+#: Text that makes prefixes and escapes interesting: ``$``, ``\\``, NUL and bytes below ``$``.
+_TRICKY = st.text(alphabet=["a", "b", "$", "\\", "\0", " ", "!", "#", "é"], max_size=4)
+
+
+@pytest.mark.parametrize("keys_per_value", [1, 4, 256])
+@given(pieces=st.lists(st.lists(st.tuples(st.one_of(st.none(), _TRICKY), _TRICKY), max_size=40),
+                       min_size=1, max_size=4))
+def test_secondary_keys_ordered_by_value_part_sort_as_strings(
+    pieces: list[list[tuple[str | None, str]]], keys_per_value: int
+) -> None:
+    """Ordering by value part, then within each value, is the plain sort of the keys (an
+    index build's writer relies on it), whether it groups by value or sorts whole."""
+    import hudisql.metadata.arrow_records as arrow_records
+
+    made = [secondary_index_keys(pa.array([v for v, _ in p], pa.string()),
+                                 pa.array([k for _, k in p], pa.string())) for p in pieces]
+    keys = pa.concat_arrays([k for k, _ in made])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(arrow_records, "_KEYS_PER_VALUE", keys_per_value)
+        got = keys.take(secondary_key_order(keys, [r for _, r in made]))
+    assert got.to_pylist() == keys.take(pc.sort_indices(keys)).to_pylist()
+
+
+def test_secondary_keys_of_floats_sorted_whole() -> None:
+    keys, routes = secondary_index_keys(pa.array([2.5, -0.0, 1.0]), pa.array(["b", "c", "a"]))
+    assert keys.take(secondary_key_order(keys, [routes])).to_pylist() == sorted(keys.to_pylist())
 
 
 def test_secondary_rows_of_typed_columns() -> None:
@@ -70,8 +105,54 @@ def test_slice_rows_equal_the_dict_builders(mor_table: HudiTable) -> None:
     )
 
     for file_slice in mor_table.file_slices():
-        assert record_index_slice_rows(mor_table, file_slice).equals(
+        assert with_payloads(record_index_slice_rows(mor_table, file_slice)).equals(
             S.to_parquet_rows(record_index_records(mor_table, file_slice)))
         for column in ("rider", "day", "fare"):
-            assert secondary_index_slice_rows(mor_table, file_slice, column).equals(
+            assert with_payloads(secondary_index_slice_rows(mor_table, file_slice, column)).equals(
                 S.to_parquet_rows(secondary_index_records(mor_table, file_slice, column)))
+
+
+def test_base_files_sorted_with_prefix_encoded_keys(mor_table: HudiTable) -> None:
+    """A metadata base file holds its rows in key order, in row groups a lookup can skip by
+    their key statistics, the keys DELTA_BYTE_ARRAY-encoded and snappy-compressed, and only
+    the payload its records use; a read gives the whole records back."""
+    import pyarrow.parquet as pq
+
+    mdt = MetadataTable(mor_table)
+    ts = mdt.new_init_instant(mor_table.timeline.last_completed().timestamp)
+    mdt.initialize_partition("record_index", 1, ts)
+    keys = pa.array([f"key{i:06d}" for i in range(100_000)][::-1])
+    (stat,) = mdt.write_base_files("record_index", record_index_rows(keys, LOC), ts)
+    meta = pq.ParquetFile(mdt.storage.open_input_file(stat.path)).metadata
+    assert meta.num_row_groups > 1
+    column = meta.schema.names.index("key")
+    ranges = [(meta.row_group(i).column(column).statistics.min,
+               meta.row_group(i).column(column).statistics.max)
+              for i in range(meta.num_row_groups)]
+    assert ranges == sorted(ranges) and ranges[0][0] == "key000000"
+    assert all(low <= high < ranges[i + 1][0] for i, (low, high) in enumerate(ranges[:-1]))
+    chunk = meta.row_group(0).column(column)
+    assert "DELTA_BYTE_ARRAY" in chunk.encodings and chunk.compression == "SNAPPY"
+    assert meta.schema.to_arrow_schema().names == ["key", "type", "recordIndexMetadata"]
+    mdt.complete_instant(ts, [stat])
+    got = mdt.reload().read_partition("record_index", keys=["key000007"])
+    assert got == {"key000007": record_index_record("key000007", LOC)}
+
+
+def test_base_file_rows_of_another_shape_are_refused(mor_table: HudiTable) -> None:
+    """Rows with a column the base-file shape lacks, or of another type, or without a
+    type column, are refused before anything is written."""
+    from hudisql.errors import MetadataTableError
+
+    mdt = MetadataTable(mor_table)
+    ts = mdt.new_init_instant(mor_table.timeline.last_completed().timestamp)
+    mdt.initialize_partition("record_index", 1, ts)
+    (file_id,) = mdt.file_group_ids("record_index")
+    good = record_index_rows(pa.array(["k1"]), LOC)
+    for bad, named in ((good.append_column("extra", pa.array([1])), "column extra"),
+                       (good.set_column(1, "type", pa.array([5], pa.int64())), "column type"),
+                       (good.drop_columns(["type"]), "need a key and a type")):
+        with pytest.raises(MetadataTableError, match=named):
+            mdt.write_base_file("record_index", file_id, bad, ts)
+    assert not mdt.storage.list_dir("record_index") or all(
+        not s.name.endswith(".parquet") for s in mdt.storage.list_dir("record_index"))

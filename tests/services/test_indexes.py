@@ -206,3 +206,33 @@ def test_the_indexer_refuses_without_a_lock_and_changes_nothing(session: HudiSes
     with pytest.raises(LockError, match=r"set hoodie\.write\.lock\.provider=file"):
         TableIndexes(handle.path, options, session.spark).create("idx", ["rider"])
     assert snapshot(handle.path) == before
+
+
+def test_footer_only_partitions_build_the_same_on_the_driver_as_in_spark(
+        session: HudiSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small table's files, column stats and partition stats are built on the driver
+    (no Spark job); a table over the size limit gets them from Spark jobs: the records are
+    the same, and both validate."""
+    from hudisql.services import index_build
+
+    handle = trips(session)
+    session.sql("INSERT INTO trips VALUES (9, 'a', 'r9', 1.5, 'sf')")  # a log file
+    built: dict[str, dict[str, object]] = {}
+    jobs: list[int] = []
+    stage = index_build._stage_rows
+    monkeypatch.setattr(index_build, "_stage_rows", lambda *a: jobs.append(1) or stage(*a))
+    for limit in (index_build.DRIVER_BUILD_MAX_SLICES, 0):
+        monkeypatch.setattr(index_build, "DRIVER_BUILD_MAX_SLICES", limit)
+        jobs.clear()
+        session.sql("CALL run_indexer(table => 'trips', mode => 'scheduleAndExecute', "
+                    "index_types => 'COLUMN_STATS,PARTITION_STATS')").collect()
+        assert bool(jobs) == (limit == 0)  # a Spark job only over the limit
+        assert_exact(handle.path)
+        mdt = MetadataTable(HudiTable.open(handle.path))
+        built[str(limit)] = {p: mdt.read_partition(p)
+                             for p in ("files", "column_stats", "partition_stats")}
+        for index_type in ("column_stats", "partition_stats", "files"):
+            session.sql(f"CALL run_indexer(table => 'trips', mode => 'dropindex', "
+                        f"index_types => '{index_type}')").collect()
+    driver, spark = built.values()
+    assert driver == spark and driver["column_stats"]
