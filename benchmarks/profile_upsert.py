@@ -7,7 +7,8 @@
 Builds a table of ``--rows`` rows (bulk insert, partitioned by ``city``; with
 ``--index-type BUCKET`` created bucketed with ``--buckets`` buckets per partition, with
 ``RECORD_INDEX`` given a record index after the load, untimed; ``--column-stats`` gives it
-a metadata table with column stats of those columns), upserts
+a metadata table with column stats of those columns, ``--secondary-index`` a secondary
+index on that column), upserts
 ``rows/5`` records (``--updates`` of them updates) once to warm the JVM and the Python
 workers (on a copy), then upserts them to the table itself and prints:
 
@@ -82,8 +83,10 @@ _TASK_PARTS: dict[str, tuple[str, ...]] = {
     "log delete block encode": ("writer.py:encode_delete_block",),
     "log file create": ("write_files.py:create_log_files",),
     "base file (stamp, encode, write)": ("write_files.py:write_base_file",),
-    "copy-on-write merge": ("write_slices.py:merge_copy_on_write",),
-    "index changes (row_changes)": ("row_changes.py:log_write_changes", "row_changes.py:of"),
+    "copy-on-write merge": ("write_slices.py:copy_on_write_merge",),
+    "index changes (row_changes)": ("row_changes.py:log_write_changes", "row_changes.py:of",
+                                    "row_changes.py:replaced_rows"),
+    "index changes to the driver (IPC)": ("row_changes.py:to_ipc",),
     "log column stats": ("column_stats.py:table_ranges",),
 }
 
@@ -138,6 +141,9 @@ def main() -> None:
     parser.add_argument("--column-stats", default="",
                         help="comma-separated columns: give the table a metadata table with "
                         "column stats of them (files + column stats upkeep in the commit)")
+    parser.add_argument("--secondary-index", default="",
+                        help="a column: give the table a secondary index on it (its upkeep "
+                        "in every commit)")
     parser.add_argument("--driver-top", type=int, default=0,
                         help="also print the driver's top functions by cumulative time")
     parser.add_argument("--option", action="append", default=[], help="key=value write option")
@@ -168,6 +174,8 @@ def main() -> None:
         if args.column_stats:
             handle.indexes.create("column_stats", args.column_stats.split(","),
                                   using="column_stats")
+        if args.secondary_index:
+            handle.indexes.create(f"idx_{args.secondary_index}", [args.secondary_index])
         batch = _records(spark, args.rows - n_updates, upsert_rows, 2).cache()
         batch.count()
         shutil.copytree(path, work / "warm")

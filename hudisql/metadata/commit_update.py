@@ -58,7 +58,7 @@ from hudisql.metadata.records import (
     secondary_index_record,
 )
 from hudisql.metadata.row_changes import AsOf as _AsOf
-from hudisql.metadata.row_changes import Pair, RowChanges
+from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.filenames import BaseFileName
@@ -295,21 +295,22 @@ def _row_updates(
     given = {g: c for g, c in (changes or {}).items() if set(columns) <= set(c.secondary)}
     changes = {**given, **row_changes(table, instant_time, metadata, columns, skip=given)}
     out = {s.partition: PartitionUpdate() for s in specs}
-    inserted: set[str] = set()
-    deleted: set[str] = set()
+    inserted: list[pa.Array] = []
+    removed: list[pa.Array] = []
     # Secondary pairs (value, key) gone and added over all file groups: a record moving
     # between file groups must not see its new entry voided by the old group's.
-    pairs: dict[str, tuple[set[Pair], set[Pair]]] = {
-        s.partition: (set(), set()) for s in specs if s.kind == _T.SECONDARY_INDEX}
+    pairs: dict[str, tuple[list[pa.Table], list[pa.Table]]] = {
+        s.partition: ([], []) for s in specs if s.kind == _T.SECONDARY_INDEX}
     for group, change in sorted(changes.items()):
         location = RecordLocation(group[0], group[1], instant_time)
         for spec in specs:
             if spec.kind == _T.RECORD_INDEX:
-                inserted.update(change.inserted)
-                if change.inserted:  # one payload: the group's location
+                if len(change.inserted):  # one payload: the group's location
+                    inserted.append(change.inserted)
                     out[spec.partition].shared.append(SharedRecords(
-                        list(change.inserted), record_index_record("", location)))
-                deleted.update(change.removed)
+                        change.inserted, record_index_record("", location)))
+                if len(change.removed):
+                    removed.append(change.removed)
                 continue
             column = spec.source_fields[0]
             if column not in change.secondary:
@@ -318,27 +319,42 @@ def _row_updates(
                     f"secondary index {spec.partition} (instant {instant_time})"
                 )
             went, came = change.secondary[column]
-            pairs[spec.partition][0].update(went)
-            pairs[spec.partition][1].update(came)
+            pairs[spec.partition][0].append(went)
+            pairs[spec.partition][1].append(came)
     for spec in specs:
         if spec.kind == _T.RECORD_INDEX:
             # A key that left one file group for another in this commit keeps its new entry.
-            out[spec.partition].deletes.extend(sorted(deleted - inserted))
+            out[spec.partition].deletes.extend(_minus(removed, inserted).to_pylist())
         else:
-            gone, added = pairs[spec.partition]
-            for entries, voided in ((gone - added, True), (added - gone, False)):
-                if entries:  # one payload: isDeleted
+            gone = _secondary_keys(pairs[spec.partition][0])
+            added = _secondary_keys(pairs[spec.partition][1])
+            for entries, voided in ((_minus([gone], [added]), True),
+                                    (_minus([added], [gone]), False)):
+                if len(entries):  # one payload: isDeleted
                     out[spec.partition].shared.append(SharedRecords(
-                        _secondary_keys(entries), secondary_index_record(None, "",
-                                                                         deleted=voided)))
+                        entries, secondary_index_record(None, "", deleted=voided)))
     return out
 
 
-def _secondary_keys(pairs: Collection[Pair]) -> pa.Array:
-    """The secondary index keys of (value, record key) pairs, sorted (column-wise)."""
-    values, keys = zip(*pairs, strict=True)
-    joined, _ = secondary_index_keys(pa.array(values, pa.string()), pa.array(keys, pa.string()))
-    return joined.take(pc.sort_indices(joined))
+def _minus(these: Sequence[pa.Array], those: Sequence[pa.Array]) -> pa.Array:
+    """The distinct strings of ``these`` not in ``those``, in the order they first come
+    (file groups in order: deterministic; a log block needs no sorted keys)."""
+    if not these:
+        return pa.array([], pa.string())
+    found = pc.unique(pa.chunked_array(these, pa.string()).combine_chunks())
+    if those:
+        found = found.filter(pc.invert(pc.is_in(found, value_set=pa.chunked_array(
+            those, pa.string()).combine_chunks())))
+    return found
+
+
+def _secondary_keys(pairs: Sequence[pa.Table]) -> pa.Array:
+    """The secondary index keys of (value, record key) pairs (tables of ``PAIRS``)."""
+    if not pairs:
+        return pa.array([], pa.string())
+    both = pa.concat_tables(pairs)
+    joined, _ = secondary_index_keys(both.column("value"), both.column("key"))
+    return joined
 
 
 def deleted_files_updates(

@@ -2,13 +2,15 @@
 
 Which tables hudisql can write (:func:`check_writable`: key generators whose keys it forms),
 the writer schema (:func:`writer_schema`), record ordering (:func:`event_time_field`), and
-writing one planned file slice (:func:`write_slice`, :func:`merge_copy_on_write`). No commit
-protocol here: that is ``hudisql.txn``'s (:class:`hudisql.txn.writer.WriteClient`).
+writing one planned file slice (:func:`write_slice`, :func:`merge_copy_on_write`,
+:func:`copy_on_write_merge`). No commit protocol here: that is ``hudisql.txn``'s
+(:class:`hudisql.txn.writer.WriteClient`).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,7 +28,9 @@ from hudisql.table.write_plan import SliceWrite
 from hudisql.table.write_records import RECORD_KEY, is_key_type
 
 __all__ = [
+    "CopyOnWriteMerge",
     "check_writable",
+    "copy_on_write_merge",
     "event_time_field",
     "merge_copy_on_write",
     "write_slice",
@@ -136,10 +140,41 @@ def write_slice(
 def merge_copy_on_write(table: HudiTable, work: SliceWrite) -> tuple[pa.Table, int, int]:
     """The slice's stored rows with ``work`` applied, in file order; (rows, updated, deleted).
 
+    See :func:`copy_on_write_merge`, which also says what the merge did to which rows.
+    """
+    merge = copy_on_write_merge(table, work)
+    return merge.rows, merge.updated, merge.deleted
+
+
+@dataclass(frozen=True)
+class CopyOnWriteMerge:
+    """A copy-on-write merge of one file slice: the rows it writes and how they came about
+    (what an index kept in sync needs: which keys came, went or got new values)."""
+
+    #: The merged rows, in file order.
+    rows: pa.Table
+    #: How many stored rows an incoming record replaced, and how many a delete removed.
+    updated: int
+    deleted: int
+    #: The slice's rows before the merge.
+    stored: pa.Table
+    #: Positions (in ``stored``) of the rows incoming records replaced ...
+    replaced: np.ndarray
+    #: ... and those records, in the same order.
+    winners: pa.Table
+    #: Stored rows that are gone (deleted, not replaced): a mask over ``stored``.
+    removed: np.ndarray
+    #: The incoming records of keys the slice did not hold (inserts), or None.
+    inserts: pa.Table | None
+
+
+def copy_on_write_merge(table: HudiTable, work: SliceWrite) -> CopyOnWriteMerge:
+    """The slice's stored rows with ``work`` applied (see :class:`CopyOnWriteMerge`).
+
     An update replaces the stored row in place unless its precombine value is smaller
     (under event-time ordering; see :func:`event_time_field`). Records whose key the
     slice does not hold are inserts (small-file handling routes them here): they follow
-    the stored rows.
+    the stored rows. A key both updated and deleted keeps its update.
     """
     assert work.file_slice is not None
     storage, props = table.storage, table.properties
@@ -150,10 +185,11 @@ def merge_copy_on_write(table: HudiTable, work: SliceWrite) -> tuple[pa.Table, i
     stored = read_file_slice(storage, props, table.timeline, work.file_slice, schema=schema)
     stored_keys = stored.column(RECORD_KEY)
     n = stored.num_rows
-    drop = pa.repeat(pa.scalar(False), n)
-    order_stored = pa.array(np.arange(n, dtype=np.int64))
+    replaced = np.zeros(n, dtype=bool)
+    spots = pa.array([], pa.int64())
+    winners = stored.schema.empty_table()
+    inserts = None
     pieces = []
-    updated = 0
     if work.records is not None and work.records.num_rows:
         incoming = conform_table(work.records, schema)
         position = pc.index_in(incoming.column(RECORD_KEY), value_set=stored_keys)
@@ -164,23 +200,24 @@ def merge_copy_on_write(table: HudiTable, work: SliceWrite) -> tuple[pa.Table, i
             newer = pc.greater_equal(incoming.column(ordering), old)
             wins = pc.and_(wins, pc.fill_null(newer, True))
         winners = incoming.filter(wins)
-        spots = pc.filter(position, wins)
-        updated = winners.num_rows
-        drop = pc.or_(drop, pc.is_in(order_stored, value_set=spots))
+        spots = pc.filter(position, wins).cast(pa.int64())
+        replaced[np.asarray(spots)] = True
         pieces.append((winners, spots))
         new = pc.is_null(position)
         if pc.any(new).as_py():
             inserts = incoming.filter(new)
             after = pa.array(np.arange(n, n + inserts.num_rows, dtype=np.int64))
             pieces.append((inserts, after))
-    deleted = 0
+    gone = np.zeros(n, dtype=bool)
     if work.deletes:
-        gone = pc.is_in(stored_keys, value_set=pa.array([d.record_key for d in work.deletes]))
-        deleted = int(pc.sum(pc.and_(gone, pc.invert(drop))).as_py() or 0)
-        drop = pc.or_(drop, gone)
-    kept = pc.invert(drop)
+        gone = np.asarray(pc.is_in(stored_keys, value_set=pa.array(
+            [d.record_key for d in work.deletes])).to_numpy(zero_copy_only=False), dtype=bool)
+    removed = gone & ~replaced
+    kept = pa.array(~(replaced | gone))
+    order_stored = pa.array(np.arange(n, dtype=np.int64))
     tables = [stored.filter(kept)] + [t for t, _ in pieces]
-    orders = [pc.filter(order_stored, kept)] + [s.cast(pa.int64()) for _, s in pieces]
+    orders = [pc.filter(order_stored, kept)] + [s for _, s in pieces]
     merged = pa.concat_tables(tables)
     order = pc.sort_indices(pa.chunked_array(orders, pa.int64()))
-    return merged.take(order), updated, deleted
+    return CopyOnWriteMerge(merged.take(order), winners.num_rows, int(removed.sum()), stored,
+                            np.asarray(spots), winners, removed, inserts)

@@ -57,7 +57,14 @@ from pyspark import StorageLevel, TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
-from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from hudisql.errors import WriteError
 from hudisql.metadata.column_stats import table_ranges
@@ -68,13 +75,12 @@ from hudisql.metadata.participant import (
     row_change_columns,
 )
 from hudisql.metadata.records import ColumnRange
-from hudisql.metadata.row_changes import RowChanges, log_write_changes
+from hudisql.metadata.row_changes import RowChanges, log_write_changes, replaced_rows
 from hudisql.progress import Progress, ProgressSink, progress_sink
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import LogFileName, new_file_id, write_token
 from hudisql.table.fsview import FileSlice, LogFile
 from hudisql.table.log.format import DeleteRecord
-from hudisql.table.merge import read_file_slice
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.small_files import (
     INSERT_SPLIT_SIZE,
@@ -101,7 +107,7 @@ from hudisql.table.write_records import (
     precombine,
     record_keys,
 )
-from hudisql.table.write_slices import check_writable, merge_copy_on_write, writer_schema
+from hudisql.table.write_slices import check_writable, copy_on_write_merge, writer_schema
 from hudisql.txn.schema_evolution import evolve_on_write
 from hudisql.txn.transaction import (
     OVERWRITE_PARTITIONS,
@@ -148,10 +154,10 @@ _FILE_ID = FILE_ID
 #: rewritten only when some reach it.
 _INSERTED = "_hudisql_inserted"
 _STATS_SCHEMA = StructType([StructField("stat", StringType()), StructField("attempt", LongType()),
-                            StructField("changes", StringType()),
+                            StructField("changes", BinaryType()),
                             StructField("ranges", StringType())])
 _STATS_ARROW = pa.schema([("stat", pa.string()), ("attempt", pa.int64()),
-                          ("changes", pa.string()), ("ranges", pa.string())])
+                          ("changes", pa.binary()), ("ranges", pa.string())])
 
 
 @dataclass(frozen=True)
@@ -293,7 +299,7 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
                 (partition, file_id) in rewrite, change_columns, stats_columns)
             yield pa.RecordBatch.from_pylist(
                 [{"stat": json.dumps(stat.to_dict()), "attempt": attempt,
-                  "changes": None if changes is None else json.dumps(changes.to_dict()),
+                  "changes": None if changes is None else changes.to_ipc(),
                   "ranges": None if ranges is None else base64.b64encode(
                       pickle.dumps(ranges)).decode("ascii")}],
                 schema=_STATS_ARROW)
@@ -376,15 +382,16 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
         return stat, log_write_changes(
             table, file_slice, instant, cols, records, [str(d.record_key) for d in work.deletes],
             _written_logs(stat, file_slice, token), expressions is not None), ranges
-    merged, updated, deleted = merge_copy_on_write(table, work)
+    merge = copy_on_write_merge(table, work)
     changes = None
     if change_columns is not None:
-        before = read_file_slice(storage, table.properties, table.timeline, file_slice,
-                                 columns=[RECORD_KEY, *cols])
-        changes = RowChanges.of(before, merged.select([RECORD_KEY, *cols]), cols)
-    return write_base_file(storage, partition, file_id, instant, token, merged, spec.schema_text,
-                           prev_commit=file_slice.base_instant, num_updates=updated,
-                           num_deletes=deleted, compression=spec.compression), changes, None
+        # Only the rows the merge replaced, removed or added are compared.
+        changes = replaced_rows(merge.stored, merge.replaced, merge.winners, merge.removed,
+                                merge.inserts, cols)
+    return write_base_file(storage, partition, file_id, instant, token, merge.rows,
+                           spec.schema_text, prev_commit=file_slice.base_instant,
+                           num_updates=merge.updated, num_deletes=merge.deleted,
+                           compression=spec.compression), changes, None
 
 
 def _written_logs(stat: WriteStat, file_slice: FileSlice, token: str) -> list[LogFile]:
@@ -609,7 +616,7 @@ class SparkWriter:
             rows = out.collect()
         stats = [WriteStat.from_dict(json.loads(r.stat)) for r in rows]
         # Row changes computed in the tasks, for the metadata participant (none: it reads).
-        changes = {(s.partition_path or "", s.file_id): RowChanges.from_dict(json.loads(r.changes))
+        changes = {(s.partition_path or "", s.file_id): RowChanges.from_ipc(bytes(r.changes))
                    for s, r in zip(stats, rows, strict=True) if r.changes is not None}
         # Log files' column ranges computed in the tasks (the participant reads the others).
         self._file_stats = {s.path: pickle.loads(base64.b64decode(r.ranges))
