@@ -20,10 +20,10 @@ writes the group's base file (an empty one when no row went to the group). The d
 plans, completes the metadata instant, removes the staging folder, and reports progress
 while the first job runs by counting its files.
 
-A small table's (:data:`DRIVER_BUILD_MAX_SLICES`) file listing, column stats and partition
-stats are built on the driver instead: they read listings and parquet footers only, which
-takes less time than scheduling the two jobs. Secondary keys are sorted value by value
-(:func:`~hudisql.metadata.arrow_records.secondary_key_order`).
+On a small table (:data:`DRIVER_BUILD_MAX_SLICES`), the file listing, column stats and
+partition stats are built on the driver instead: they read listings, parquet footers and
+log files only, which takes less time than scheduling the two jobs. Secondary keys are
+sorted value by value (:func:`~hudisql.metadata.arrow_records.secondary_key_order`).
 """
 
 from __future__ import annotations
