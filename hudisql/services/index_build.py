@@ -6,19 +6,26 @@ initialization instant (``<base instant>010``, the next free suffix when a parti
 already used it), partitions built from the data table as Spark jobs, coverage of a data
 instant by a metadata deltacommit, and dropping partitions.
 
-A build is two Spark jobs, each a ``mapInArrow``: no metadata row crosses into the JVM as
-a row, and nothing goes through Spark's shuffle. The first job has one task per unit of work
-calling the metadata builders on executors: a latest file slice (record and secondary
-indexes: the slice's record keys, or its secondary keys, are all it sends) or a data
-partition (files, column stats, bloom filters, partition stats, expression indexes: records
-per committed file). Each unit's output, routed to its file groups, is one file in the
-build's staging folder (``.hoodie/.temp/<instant>/index``) holding one Arrow IPC stream per
-file group; the task tells the driver where each piece is. The second job has one task per
-slot, each writing a share of the file groups: it reads the group's pieces, sorts its keys,
-builds the rows column-wise, merges the records of one key by Hudi's payload rules and
-writes the group's base file (an empty one when no row went to the group). The driver
-plans, completes the metadata instant, removes the staging folder, and reports progress
-while the first job runs by counting its files.
+A build runs on executors as ``mapInArrow`` tasks: no metadata row crosses into the JVM
+as a row, and nothing goes through Spark's shuffle. Its work comes in two steps. First, each
+unit of work calls the metadata builders: a latest file slice (record and secondary indexes:
+the slice's record keys, or its secondary keys, are all it sends) or a data partition
+(files, column stats, bloom filters, partition stats, expression indexes: records per
+committed file). A unit's output, routed to its file groups, is staged as one file in the
+build's staging folder (``.hoodie/.temp/<instant>/index``): one Arrow IPC stream per file
+group, then where each stream is. Second, each file group's writer reads the group's
+pieces, sorts its keys, builds the rows column-wise, merges the records of one key by
+Hudi's payload rules and writes the group's base file (an empty one when no row went to
+the group). The driver plans, completes the metadata instant, removes the staging folder,
+and reports progress by counting the staged units.
+
+A build of at most :data:`ONE_JOB_MAX_UNITS` units is one Spark job: one task per slot,
+each staging the units no other task has claimed (a claim is a file created in the staging
+folder), waiting until every unit is staged, then writing the file groups no other task has
+claimed. A task running alone does all of it; one that waits in vain (a claimer died)
+gives up, and the driver finishes as for a larger build: two Spark jobs, the first staging
+the units (the ones not staged yet), the second writing the file groups (the ones not
+written yet).
 
 On a small table (:data:`DRIVER_BUILD_MAX_SLICES`), the file listing, column stats and
 partition stats are built on the driver instead: they read listings, parquet footers and
@@ -29,10 +36,11 @@ sorted value by value (:func:`~hudisql.metadata.arrow_records.secondary_key_orde
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import posixpath
 import threading
-import uuid
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -83,12 +91,13 @@ from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSlice, FileSystemView
 from hudisql.table.instant import Action, Instant, State, instant_file_name
+from hudisql.table.storage import Storage
 from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
 from hudisql.table.write_files import MARKER_DIR
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Row, SparkSession
 
 __all__ = [
     "EXPR_INDEX_PREFIX",
@@ -111,8 +120,19 @@ _STATS_SCHEMA = pa.schema([("path", pa.string()), ("file_id", pa.string()),
                            ("partition", pa.string()), ("rows", pa.int64()),
                            ("bytes", pa.int64())])
 _PIECES_SCHEMA = pa.schema([("target", pa.int32()), ("unit", pa.int32()),
-                            ("rows", pa.int64()), ("file", pa.string()),
-                            ("offset", pa.int64()), ("length", pa.int64())])
+                            ("file", pa.string()), ("offset", pa.int64()),
+                            ("length", pa.int64())])
+#: A build of at most this many units runs as one Spark job (:func:`_build_together`):
+#: its tasks stage the units, then write the file groups, taking each by a claim file in
+#: the staging folder. That saves the second job's scheduling (about 0.1 s, and as much
+#: JVM CPU). Larger builds, and whatever a one-job build leaves, run as two jobs.
+ONE_JOB_MAX_UNITS = 64
+#: How long (seconds) a one-job task waits for other tasks' units with none finishing.
+ONE_JOB_PATIENCE = 10.0
+#: How often (seconds) a one-job task looks at the staging folder while it waits.
+_POLL_SECONDS = 0.002
+_UNIT_SUFFIX = ".unit"
+_CLAIM_SUFFIX = ".claim"
 #: A piece column: what the rows route by, when the unit made it (secondary keys: their
 #: value parts, dictionary-encoded; the writer orders the keys by them).
 _ROUTE = "route"
@@ -188,6 +208,16 @@ class _Unit:
     file_slice: FileSlice | None = None
 
 
+@dataclass(frozen=True)
+class _Piece:
+    """Where one unit's rows for one file group are: a byte range of the unit's staging file."""
+
+    unit: int
+    file: str
+    offset: int
+    length: int
+
+
 def _unit_rows(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDefinition]
                ) -> pa.Table:
     """The metadata rows (base-file shape) of one data-partition unit (runs on an executor):
@@ -259,53 +289,82 @@ def _ipc(rows: pa.Table) -> bytes:
     return bytes(sink.getvalue().to_pybytes())
 
 
-def _stage_rows(path: str, staging: str, units: list[_Unit], targets: Mapping[tuple[str, int], int],
-                groups: Mapping[str, int], definitions: Mapping[str, IndexDefinition]
+def _unit_file(staging: str, index: int) -> str:
+    """The staging file of unit ``index``: its pieces, then their places (a JSON list of
+    ``[target, rows, offset, length]``), then that list's length (8 bytes, little-endian)."""
+    return f"{staging}/{index:07d}{_UNIT_SUFFIX}"
+
+
+def _stage_unit(table: HudiTable, staging: str, index: int, unit: _Unit,
+                targets: Mapping[tuple[str, int], int], groups: Mapping[str, int],
+                definitions: Mapping[str, IndexDefinition]) -> list[tuple[int, _Piece]]:
+    """Build unit ``index``'s rows, routed to their file groups, into its staging file
+    (created once: a retried or duplicate attempt keeps the first one's); returns the
+    pieces by target file group."""
+    rows = _unit_piece(table, unit, definitions)
+    places: list[list[int]] = []
+    blobs: list[bytes] = []
+    offset = 0
+    if rows.num_rows:
+        # The partition's own routing (secondary keys by their value part); rows ordered
+        # by file group once, then cut into zero-copy slices.
+        count = groups[unit.partition]
+        if _ROUTE in rows.column_names:  # secondary keys' value parts, as made
+            fgs = file_group_indexes(rows.column(_ROUTE), count)
+        else:
+            fgs = partition_spec(unit.partition).route(rows.column("key"), count)
+        # int16 group numbers get numpy's radix sort.
+        small = count <= np.iinfo(np.int16).max
+        order = np.argsort(fgs.astype(np.int16) if small else fgs, kind="stable")
+        ordered = rows.take(pa.array(order))
+        # Runs of one group in the ordered groups (np.unique would sort again).
+        runs = fgs[order]
+        starts = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1]])
+        counts = np.diff(np.r_[starts, len(runs)])
+        for fg, start, n in zip(runs[starts].tolist(), starts.tolist(), counts.tolist(),
+                                strict=True):
+            blob = _ipc(ordered.slice(start, n))
+            places.append([targets[(unit.partition, fg)], n, offset, len(blob)])
+            blobs.append(blob)
+            offset += len(blob)
+    footer = json.dumps(places).encode()
+    name = _unit_file(staging, index)
+    try:
+        table.storage.create_if_absent(
+            name, b"".join([*blobs, footer, len(footer).to_bytes(8, "little")]))
+    except FileExistsError:  # another attempt of this unit was first: its pieces
+        return _unit_pieces(table.storage, staging, index)
+    return [(target, _Piece(index, name, start, length)) for target, _, start, length in places]
+
+
+def _unit_pieces(storage: Storage, staging: str, index: int) -> list[tuple[int, _Piece]]:
+    """The pieces (by target file group) of unit ``index``, from its staging file."""
+    name = _unit_file(staging, index)
+    with storage.open_input_file(name) as f:
+        size = f.size()
+        length = int.from_bytes(f.read_at(8, size - 8), "little")
+        places = json.loads(f.read_at(length, size - 8 - length))
+    return [(target, _Piece(index, name, start, size)) for target, _, start, size in places]
+
+
+def _stage_rows(path: str, staging: str, units: list[_Unit], chosen: Sequence[int],
+                targets: Mapping[tuple[str, int], int], groups: Mapping[str, int],
+                definitions: Mapping[str, IndexDefinition]
                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The first job's task: the rows of the units it is given, routed to their file
-    groups. Each unit's pieces (one Arrow IPC stream per file group it reaches) go to one
-    file in ``staging`` (named by the unit, so the driver counts the files for progress);
-    the task returns where each piece is (file, offset, length) for the second job."""
+    """The first job's task: the units it is given (positions in ``chosen``) staged (see
+    :func:`_stage_unit`); it returns where each piece is for the second job."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = HudiTable.open(path)
         for batch in batches:
-            for index in batch.column(0).to_pylist():
-                unit = units[int(index)]
-                rows = _unit_piece(table, unit, definitions)
-                # A unique name per attempt: a retried task never rewrites a file the
-                # driver was told about.
-                name = f"{staging}/{int(index):07d}-{uuid.uuid4().hex[:12]}"
-                out: dict[str, list[object]] = {k: [] for k in _PIECES_SCHEMA.names}
-                blobs: list[bytes] = []
-                offset = 0
-                if rows.num_rows:
-                    # The partition's own routing (secondary keys by their value part);
-                    # rows ordered by file group once, then cut into zero-copy slices.
-                    count = groups[unit.partition]
-                    if _ROUTE in rows.column_names:  # secondary keys' value parts, as made
-                        fgs = file_group_indexes(rows.column(_ROUTE), count)
-                    else:
-                        fgs = partition_spec(unit.partition).route(rows.column("key"), count)
-                    # int16 group numbers get numpy's radix sort.
-                    small = count <= np.iinfo(np.int16).max
-                    order = np.argsort(fgs.astype(np.int16) if small else fgs, kind="stable")
-                    ordered = rows.take(pa.array(order))
-                    # Runs of one group in the ordered groups (np.unique would sort again).
-                    runs = fgs[order]
-                    starts = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1]])
-                    counts = np.diff(np.r_[starts, len(runs)])
-                    for fg, start, n in zip(runs[starts].tolist(), starts.tolist(),
-                                            counts.tolist(), strict=True):
-                        blob = _ipc(ordered.slice(start, n))
-                        for key, value in (("target", targets[(unit.partition, fg)]),
-                                           ("unit", int(index)), ("rows", n), ("file", name),
-                                           ("offset", offset), ("length", len(blob))):
-                            out[key].append(value)
-                        blobs.append(blob)
-                        offset += len(blob)
-                table.storage.write_bytes(name, b"".join(blobs))
-                yield pa.RecordBatch.from_pydict(out, schema=_PIECES_SCHEMA)
+            for position in batch.column(0).to_pylist():
+                index = chosen[int(position)]
+                found = _stage_unit(table, staging, index, units[index], targets, groups,
+                                    definitions)
+                yield pa.RecordBatch.from_pylist(
+                    [{"target": target, "unit": index, "file": piece.file,
+                      "offset": piece.offset, "length": piece.length}
+                     for target, piece in found], schema=_PIECES_SCHEMA)
     return run
 
 
@@ -330,41 +389,134 @@ def _merged_rows(rows: pa.Table, keys_sorted: bool = False) -> pa.Table:
     return S.to_parquet_rows(list(merged.values()))
 
 
-@dataclass(frozen=True)
-class _Piece:
-    """Where one unit's rows for one file group are: a byte range of a first-job file."""
+def _write_group(table: HudiTable, mdt: MetadataTable, group: tuple[str, int, str],
+                 found: Sequence[_Piece], units: Sequence[_Unit], instant_time: str
+                 ) -> dict[str, object]:
+    """Write one file group's base file from its pieces (none: an empty base file); returns
+    its stats row (:data:`_STATS_SCHEMA`)."""
+    partition, _, file_id = group
+    pieces = []
+    for piece in found:
+        with table.storage.open_input_file(piece.file) as f:
+            blob = f.read_at(piece.length, piece.offset)
+        pieces.append((piece.unit, pa.ipc.open_stream(blob).read_all()))
+    rows = _group_rows(partition, pieces, units) if pieces else S.to_parquet_rows([])
+    stat = mdt.write_base_file(partition, file_id, rows, instant_time, routed=True)
+    return {"path": stat.path, "file_id": stat.file_id, "partition": partition,
+            "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}
 
-    unit: int
-    file: str
-    offset: int
-    length: int
 
-
-def _write_groups(path: str, groups: list[tuple[str, int, str]], units: Sequence[_Unit],
-                  pieces: Mapping[int, Sequence[_Piece]], instant_time: str
+def _write_groups(path: str, groups: list[tuple[str, int, str]], chosen: Sequence[int],
+                  units: Sequence[_Unit], pieces: Mapping[int, Sequence[_Piece]],
+                  instant_time: str
                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The second job's task: the base file of each file group it is given (by number in
-    ``groups``), from the group's pieces the first job wrote (none: an empty base file)."""
+    """The second job's task: the base file of each file group it is given (positions in
+    ``chosen``, of ``groups``), from the group's pieces the first job staged."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = HudiTable.open(path)
         mdt = MetadataTable(table)
         for batch in batches:
-            for target in batch.column(0).to_pylist():
-                partition, _, file_id = groups[int(target)]
-                found = []
-                for piece in pieces.get(int(target), ()):
-                    with table.storage.open_input_file(piece.file) as f:
-                        blob = f.read_at(piece.length, piece.offset)
-                    found.append((piece.unit, pa.ipc.open_stream(blob).read_all()))
-                rows = (_group_rows(partition, found, units) if found
-                        else S.to_parquet_rows([]))
-                stat = mdt.write_base_file(partition, file_id, rows, instant_time, routed=True)
-                yield pa.RecordBatch.from_pylist([{
-                    "path": stat.path, "file_id": stat.file_id, "partition": partition,
-                    "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}],
-                    schema=_STATS_SCHEMA)
+            for position in batch.column(0).to_pylist():
+                target = chosen[int(position)]
+                yield pa.RecordBatch.from_pylist([_write_group(
+                    table, mdt, groups[target], pieces.get(target, ()), units,
+                    instant_time)], schema=_STATS_SCHEMA)
     return run
+
+
+def _claim(storage: Storage, name: str) -> bool:
+    """Take the work named ``name`` for this task: True when no other task had it."""
+    try:
+        storage.create_if_absent(name, b"")
+    except FileExistsError:
+        return False
+    return True
+
+
+def _await_units(storage: Storage, staging: str, count: int, patience: float) -> bool:
+    """Wait until all ``count`` units are staged: False after ``patience`` seconds without
+    one more (their claimer died, or is slow: the file groups go to another task)."""
+    seen, since = -1, time.monotonic()
+    while True:
+        done = sum(1 for f in storage.list_dir(staging) if f.name.endswith(_UNIT_SUFFIX))
+        if done >= count:
+            return True
+        if done != seen:
+            seen, since = done, time.monotonic()
+        elif time.monotonic() - since > patience:
+            return False
+        time.sleep(_POLL_SECONDS)
+
+
+def _build_together(path: str, staging: str, units: list[_Unit],
+                    targets: Mapping[tuple[str, int], int], counts: Mapping[str, int],
+                    definitions: Mapping[str, IndexDefinition],
+                    groups: list[tuple[str, int, str]], instant_time: str, tasks: int,
+                    patience: float
+                    ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The one-job build's task (:data:`ONE_JOB_MAX_UNITS`): it stages the units no other
+    task claimed, waits until every unit is staged, then writes the file groups no other
+    task claimed, and returns their stats. Tasks claim work by creating a file in the
+    staging folder, starting at different places; a task running alone does it all. One
+    that waits in vain (:func:`_await_units`) returns nothing, and the driver builds what
+    is left as two jobs."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # All of the input read: a Python worker whose input is left unread is not reused
+        # (the next job would start a new one, 0.4 s of imports).
+        ids = [int(i) for b in batches for i in b.column(0).to_pylist()]
+        me = ids[0] if ids else 0
+        table = HudiTable.open(path)
+        storage = table.storage
+        for index in _turn(len(units), me, tasks):
+            claim = f"{staging}/u{index:07d}{_CLAIM_SUFFIX}"
+            if not _claim(storage, claim):
+                continue
+            try:
+                _stage_unit(table, staging, index, units[index], targets, counts, definitions)
+            except BaseException:
+                storage.delete(claim)  # free for the task's retry
+                raise
+        if not _await_units(storage, staging, len(units), patience):
+            return
+        pieces: dict[int, list[_Piece]] = {}
+        for index in range(len(units)):
+            for target, piece in _unit_pieces(storage, staging, index):
+                pieces.setdefault(target, []).append(piece)
+        mdt = MetadataTable(table)
+        for target in _turn(len(groups), me, tasks):
+            claim = f"{staging}/g{target:07d}{_CLAIM_SUFFIX}"
+            if not _claim(storage, claim):
+                continue
+            try:
+                row = _write_group(table, mdt, groups[target], pieces.get(target, ()), units,
+                                   instant_time)
+            except BaseException:
+                storage.delete(claim)
+                raise
+            yield pa.RecordBatch.from_pylist([row], schema=_STATS_SCHEMA)
+    return run
+
+
+def _turn(count: int, me: int, tasks: int) -> list[int]:
+    """``range(count)`` starting where task ``me`` of ``tasks`` starts (tasks spread out)."""
+    start = me * count // max(1, tasks)
+    return [(start + k) % count for k in range(count)]
+
+
+def _run_together(spark: SparkSession, table: HudiTable, staging: str, units: list[_Unit],
+                  targets: Mapping[tuple[str, int], int], counts: Mapping[str, int],
+                  definitions: Mapping[str, IndexDefinition],
+                  groups: list[tuple[str, int, str]], instant_time: str, tasks: int
+                  ) -> list[Row]:
+    """Run the one-job build (:func:`_build_together`) with ``tasks`` tasks: the stats rows
+    of the file groups it wrote."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    return spark.range(tasks, numPartitions=tasks).mapInArrow(
+        _build_together(table.base_path, staging, units, targets, counts, definitions,
+                        groups, instant_time, tasks, ONE_JOB_PATIENCE),
+        from_arrow_schema(_STATS_SCHEMA)).collect()
 
 
 def task_slots(spark: SparkSession) -> int:
@@ -410,8 +562,8 @@ def _progress(table: HudiTable, staging: str, total: int,
         reported = -1
         while not stop.wait(PROGRESS_INTERVAL):
             with contextlib.suppress(OSError):
-                # One file per unit (a retried unit may leave two): count the units.
-                done = len({f.name[:7] for f in table.storage.list_dir(staging)})
+                done = sum(1 for f in table.storage.list_dir(staging)
+                           if f.name.endswith(_UNIT_SUFFIX))
                 if done != reported and done < total:
                     reported = done
                     on_progress(done, total)
@@ -530,26 +682,43 @@ class IndexBackend:
         table.storage.delete_dir(staging)
         table.storage.makedirs(staging)
         slots = task_slots(spark)
-        size = sum(_unit_bytes(u) for u in units)
-        readers = min(len(units), MAX_TASKS, max(slots, -(-size // BYTES_PER_TASK)))
-        staged = spark.range(len(units), numPartitions=max(1, readers)).mapInArrow(
-            _stage_rows(table.base_path, staging, units, targets,
-                        {p: len(v) for p, v in ids.items()}, definitions),
-            from_arrow_schema(_PIECES_SCHEMA))
-        with _progress(table, staging, len(units), on_progress):
-            located = staged.collect()
-        pieces: dict[int, list[_Piece]] = {}
-        for row in located:
-            pieces.setdefault(int(row["target"]), []).append(
-                _Piece(int(row["unit"]), row["file"], int(row["offset"]), int(row["length"])))
-        writers = max(1, min(len(groups), MAX_TASKS, slots))
-        rows = spark.range(len(groups), numPartitions=writers).mapInArrow(
-            _write_groups(table.base_path, groups, units, pieces, init),
-            from_arrow_schema(_STATS_SCHEMA)).collect()
+        counts = {p: len(v) for p, v in ids.items()}
+        written: dict[int, Row] = {}  # by target file group
+        if len(units) <= ONE_JOB_MAX_UNITS:
+            tasks = max(1, min(slots, MAX_TASKS, max(len(units), len(groups))))
+            with _progress(table, staging, len(units), on_progress):
+                found = _run_together(spark, table, staging, units, targets, counts,
+                                      definitions, groups, init, tasks)
+            where = {(p, file_id): i for i, (p, _, file_id) in enumerate(groups)}
+            written = {where[(row["partition"], row["file_id"])]: row for row in found}
+        left = [i for i in range(len(groups)) if i not in written]
+        if left:  # two jobs: the units not staged yet, then the file groups not written
+            staged = {int(f.name[:7]) for f in table.storage.list_dir(staging)
+                      if f.name.endswith(_UNIT_SUFFIX)}
+            pieces: dict[int, list[_Piece]] = {}
+            for index in sorted(staged):
+                for target, piece in _unit_pieces(table.storage, staging, index):
+                    pieces.setdefault(target, []).append(piece)
+            todo = [i for i in range(len(units)) if i not in staged]
+            if todo:
+                size = sum(_unit_bytes(units[i]) for i in todo)
+                readers = min(len(todo), MAX_TASKS, max(slots, -(-size // BYTES_PER_TASK)))
+                job = spark.range(len(todo), numPartitions=max(1, readers)).mapInArrow(
+                    _stage_rows(table.base_path, staging, units, todo, targets, counts,
+                                definitions), from_arrow_schema(_PIECES_SCHEMA))
+                with _progress(table, staging, len(units), on_progress):
+                    located = job.collect()
+                for row in located:
+                    pieces.setdefault(int(row["target"]), []).append(_Piece(
+                        int(row["unit"]), row["file"], int(row["offset"]), int(row["length"])))
+            writers = max(1, min(len(left), MAX_TASKS, slots))
+            written.update(zip(left, spark.range(len(left), numPartitions=writers).mapInArrow(
+                _write_groups(table.base_path, groups, left, units, pieces, init),
+                from_arrow_schema(_STATS_SCHEMA)).collect(), strict=False))
         stats += [WriteStat(file_id=row["file_id"], path=row["path"], num_writes=row["rows"],
                             num_inserts=row["rows"], partition_path=row["partition"],
                             total_write_bytes=row["bytes"], file_size_in_bytes=row["bytes"])
-                  for row in rows]
+                  for row in written.values()]
         table.storage.delete_dir(staging)
         mdt.reload().complete_instant(init, stats)
 
