@@ -36,39 +36,20 @@ sorted value by value (:func:`~hudisql.metadata.arrow_records.secondary_key_orde
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import posixpath
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from hudisql.errors import IndexingError, MetadataTableError
 from hudisql.metadata import schema as S
-from hudisql.metadata.arrow_records import (
-    record_index_rows_at,
-    secondary_index_keys,
-    secondary_key_order,
-    secondary_key_rows,
-    with_payloads,
-)
 from hudisql.metadata.builders import (
-    RECORD_KEY,
-    bloom_filter_records,
-    column_stats_records,
-    committed_files,
-    expression_index_records,
     file_group_count,
-    files_records,
     index_spec,
-    partition_stats_records,
-    slice_columns,
 )
 from hudisql.metadata.commit_update import commit_updates
 from hudisql.metadata.config import (
@@ -77,21 +58,30 @@ from hudisql.metadata.config import (
     save_index_definitions,
 )
 from hudisql.metadata.expressions import IndexExpression
-from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import (
     EXPR_INDEX_PREFIX,
     SECONDARY_INDEX_PREFIX,
     MetadataPartitionType,
-    file_group_indexes,
     partition_spec,
 )
-from hudisql.metadata.records import Record, merge_records
 from hudisql.metadata.table import METADATA_PATH, MetadataTable, drop_index
+from hudisql.services.index_tasks import (
+    PIECES_SCHEMA,
+    STATS_SCHEMA,
+    UNIT_SUFFIX,
+    Piece,
+    Unit,
+    build_together,
+    merged_rows,
+    stage_rows,
+    unit_pieces,
+    unit_rows,
+    write_groups,
+)
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSlice, FileSystemView
 from hudisql.table.instant import Action, Instant, State, instant_file_name
-from hudisql.table.storage import Storage
 from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
 from hudisql.table.write_files import MARKER_DIR
@@ -116,28 +106,13 @@ BYTES_PER_TASK = 128 << 20
 DEFAULT_SLOTS = 8
 #: How often (seconds) the driver counts the units done while the build job runs.
 PROGRESS_INTERVAL = 0.5
-_STATS_SCHEMA = pa.schema([("path", pa.string()), ("file_id", pa.string()),
-                           ("partition", pa.string()), ("rows", pa.int64()),
-                           ("bytes", pa.int64())])
-_PIECES_SCHEMA = pa.schema([("target", pa.int32()), ("unit", pa.int32()),
-                            ("file", pa.string()), ("offset", pa.int64()),
-                            ("length", pa.int64())])
-#: A build of at most this many units runs as one Spark job (:func:`_build_together`):
+#: A build of at most this many units runs as one Spark job (:func:`build_together`):
 #: its tasks stage the units, then write the file groups, taking each by a claim file in
 #: the staging folder. That saves the second job's scheduling (about 0.1 s, and as much
 #: JVM CPU). Larger builds, and whatever a one-job build leaves, run as two jobs.
 ONE_JOB_MAX_UNITS = 64
 #: How long (seconds) a one-job task waits for other tasks' units with none finishing.
 ONE_JOB_PATIENCE = 10.0
-#: How often (seconds) a one-job task looks at the staging folder while it waits.
-_POLL_SECONDS = 0.002
-_UNIT_SUFFIX = ".unit"
-_CLAIM_SUFFIX = ".claim"
-#: A piece column: what the rows route by, when the unit made it (secondary keys: their
-#: value parts, dictionary-encoded; the writer orders the keys by them).
-_ROUTE = "route"
-#: Partitions whose pieces travel as their keys only (the rows are built by the writer).
-_BY_KEY = (MetadataPartitionType.RECORD_INDEX, MetadataPartitionType.SECONDARY_INDEX)
 #: These partition types read file listings and parquet footers (and log files, for their
 #: statistics): on a small table they are built on the driver, where two Spark jobs'
 #: scheduling would cost more than the work (see :data:`DRIVER_BUILD_MAX_SLICES`).
@@ -196,327 +171,18 @@ def check_buildable(request: PartitionRequest, label: str | None = None) -> None
         raise IndexingError(f"{where}: {exc}") from None
 
 
-# ----------------------------------------------------------------------------- executors
-
-
-@dataclass(frozen=True)
-class _Unit:
-    """One piece of stage 1: a metadata partition over a data partition or a file slice."""
-
-    partition: str
-    data_partition: str
-    file_slice: FileSlice | None = None
-
-
-@dataclass(frozen=True)
-class _Piece:
-    """Where one unit's rows for one file group are: a byte range of the unit's staging file."""
-
-    unit: int
-    file: str
-    offset: int
-    length: int
-
-
-def _unit_rows(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDefinition]
-               ) -> pa.Table:
-    """The metadata rows (base-file shape) of one data-partition unit (runs on an executor):
-    the file-based partitions' few records per data partition, from the dict builders."""
-    spec = index_spec(table, unit.partition, definitions)
-    kind = spec.kind
-    files = committed_files(table, [unit.data_partition])
-    if kind == MetadataPartitionType.FILES:
-        records = files_records(files, [unit.data_partition])
-    elif kind == MetadataPartitionType.BLOOM_FILTERS:
-        records = bloom_filter_records(table, files, spec)
-    elif kind == MetadataPartitionType.EXPRESSION_INDEX:
-        records = expression_index_records(table, files, spec)
-    elif kind == MetadataPartitionType.PARTITION_STATS:
-        records = partition_stats_records(table, files, spec.source_fields)
-    else:
-        records = column_stats_records(table, files, spec.source_fields)
-    return S.to_parquet_rows(records)
-
-
-def _unit_piece(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDefinition]
-                ) -> pa.Table:
-    """What a unit sends to the file groups' writers: for the record and secondary indexes
-    only the keys (``key``: record keys, or secondary keys) of the slice, else the rows."""
-    if unit.file_slice is None:
-        return _unit_rows(table, unit, definitions)
-    spec = index_spec(table, unit.partition, definitions)
-    if spec.kind == MetadataPartitionType.RECORD_INDEX:
-        keys = slice_columns(table, unit.file_slice, []).column(RECORD_KEY)
-        return pa.table({"key": keys})
-    column = spec.source_fields[0]
-    found = slice_columns(table, unit.file_slice, [column])
-    keys, routes = secondary_index_keys(found.column(column), found.column(RECORD_KEY))
-    return pa.table({"key": keys, _ROUTE: routes})
-
-
-def _group_rows(partition: str, pieces: Sequence[tuple[int, pa.Table]], units: Sequence[_Unit]
-                ) -> pa.Table:
-    """One file group's rows from its pieces, each key once, sorted by key when the pieces
-    are keys (the record index's locations from their units)."""
-    kind = partition_spec(partition).kind
-    if kind not in _BY_KEY:
-        return _merged_rows(pa.concat_tables([t for _, t in pieces]).cast(S.arrow_schema()))
-    keys = pa.concat_arrays([t.column("key").combine_chunks().cast(pa.string())
-                             for _, t in pieces])
-    if kind == MetadataPartitionType.SECONDARY_INDEX:
-        routes = [c for _, t in pieces for c in t.column(_ROUTE).chunks]
-        keys = keys.take(secondary_key_order(keys, routes))
-        return _merged_rows(secondary_key_rows(keys), keys_sorted=True)
-    order = pc.sort_indices(keys)
-    keys = keys.take(order)
-    slots = sorted({u for u, _ in pieces})
-    slot_of = {u: i for i, u in enumerate(slots)}
-    which = np.concatenate([np.full(t.num_rows, slot_of[u], np.int32) for u, t in pieces])
-    locations = []
-    for u in slots:
-        found = units[u].file_slice
-        assert found is not None
-        locations.append(RecordLocation(found.partition_path, found.file_id,
-                                        found.base_instant))
-    rows = record_index_rows_at(keys, locations, pa.array(which).take(order))
-    return _merged_rows(rows, keys_sorted=True)
-
-
-def _ipc(rows: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, rows.schema) as writer:
-        writer.write_table(rows)
-    return bytes(sink.getvalue().to_pybytes())
-
-
-def _unit_file(staging: str, index: int) -> str:
-    """The staging file of unit ``index``: its pieces, then their places (a JSON list of
-    ``[target, rows, offset, length]``), then that list's length (8 bytes, little-endian)."""
-    return f"{staging}/{index:07d}{_UNIT_SUFFIX}"
-
-
-def _stage_unit(table: HudiTable, staging: str, index: int, unit: _Unit,
-                targets: Mapping[tuple[str, int], int], groups: Mapping[str, int],
-                definitions: Mapping[str, IndexDefinition]) -> list[tuple[int, _Piece]]:
-    """Build unit ``index``'s rows, routed to their file groups, into its staging file
-    (created once: a retried or duplicate attempt keeps the first one's); returns the
-    pieces by target file group."""
-    rows = _unit_piece(table, unit, definitions)
-    places: list[list[int]] = []
-    blobs: list[bytes] = []
-    offset = 0
-    if rows.num_rows:
-        # The partition's own routing (secondary keys by their value part); rows ordered
-        # by file group once, then cut into zero-copy slices.
-        count = groups[unit.partition]
-        if _ROUTE in rows.column_names:  # secondary keys' value parts, as made
-            fgs = file_group_indexes(rows.column(_ROUTE), count)
-        else:
-            fgs = partition_spec(unit.partition).route(rows.column("key"), count)
-        # int16 group numbers get numpy's radix sort.
-        small = count <= np.iinfo(np.int16).max
-        order = np.argsort(fgs.astype(np.int16) if small else fgs, kind="stable")
-        ordered = rows.take(pa.array(order))
-        # Runs of one group in the ordered groups (np.unique would sort again).
-        runs = fgs[order]
-        starts = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1]])
-        counts = np.diff(np.r_[starts, len(runs)])
-        for fg, start, n in zip(runs[starts].tolist(), starts.tolist(), counts.tolist(),
-                                strict=True):
-            blob = _ipc(ordered.slice(start, n))
-            places.append([targets[(unit.partition, fg)], n, offset, len(blob)])
-            blobs.append(blob)
-            offset += len(blob)
-    footer = json.dumps(places).encode()
-    name = _unit_file(staging, index)
-    try:
-        table.storage.create_if_absent(
-            name, b"".join([*blobs, footer, len(footer).to_bytes(8, "little")]))
-    except FileExistsError:  # another attempt of this unit was first: its pieces
-        return _unit_pieces(table.storage, staging, index)
-    return [(target, _Piece(index, name, start, length)) for target, _, start, length in places]
-
-
-def _unit_pieces(storage: Storage, staging: str, index: int) -> list[tuple[int, _Piece]]:
-    """The pieces (by target file group) of unit ``index``, from its staging file."""
-    name = _unit_file(staging, index)
-    with storage.open_input_file(name) as f:
-        size = f.size()
-        length = int.from_bytes(f.read_at(8, size - 8), "little")
-        places = json.loads(f.read_at(length, size - 8 - length))
-    return [(target, _Piece(index, name, start, size)) for target, _, start, size in places]
-
-
-def _stage_rows(path: str, staging: str, units: list[_Unit], chosen: Sequence[int],
-                targets: Mapping[tuple[str, int], int], groups: Mapping[str, int],
-                definitions: Mapping[str, IndexDefinition]
-                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The first job's task: the units it is given (positions in ``chosen``) staged (see
-    :func:`_stage_unit`); it returns where each piece is for the second job."""
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = HudiTable.open(path)
-        for batch in batches:
-            for position in batch.column(0).to_pylist():
-                index = chosen[int(position)]
-                found = _stage_unit(table, staging, index, units[index], targets, groups,
-                                    definitions)
-                yield pa.RecordBatch.from_pylist(
-                    [{"target": target, "unit": index, "file": piece.file,
-                      "offset": piece.offset, "length": piece.length}
-                     for target, piece in found], schema=_PIECES_SCHEMA)
-    return run
-
-
-def _merged_rows(rows: pa.Table, keys_sorted: bool = False) -> pa.Table:
-    """Rows of one file group with each key once: records of one key merged (Hudi's rules).
-
-    ``keys_sorted``: the rows are in key order, so neighbours tell whether a key repeats
-    (far cheaper than counting distinct keys)."""
-    keys = rows.column("key")
-    n = rows.num_rows
-    if n < 2:
-        return rows
-    if keys_sorted:
-        if pc.all(pc.not_equal(keys.slice(0, n - 1), keys.slice(1))).as_py():
-            return rows
-    elif pc.count_distinct(keys).as_py() == n:
-        return rows
-    merged: dict[str, Record] = {}
-    for record in S.from_parquet_rows(with_payloads(rows)):
-        older = merged.get(record["key"])
-        merged[record["key"]] = record if older is None else merge_records(older, record)
-    return S.to_parquet_rows(list(merged.values()))
-
-
-def _write_group(table: HudiTable, mdt: MetadataTable, group: tuple[str, int, str],
-                 found: Sequence[_Piece], units: Sequence[_Unit], instant_time: str
-                 ) -> dict[str, object]:
-    """Write one file group's base file from its pieces (none: an empty base file); returns
-    its stats row (:data:`_STATS_SCHEMA`)."""
-    partition, _, file_id = group
-    pieces = []
-    for piece in found:
-        with table.storage.open_input_file(piece.file) as f:
-            blob = f.read_at(piece.length, piece.offset)
-        pieces.append((piece.unit, pa.ipc.open_stream(blob).read_all()))
-    rows = _group_rows(partition, pieces, units) if pieces else S.to_parquet_rows([])
-    stat = mdt.write_base_file(partition, file_id, rows, instant_time, routed=True)
-    return {"path": stat.path, "file_id": stat.file_id, "partition": partition,
-            "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}
-
-
-def _write_groups(path: str, groups: list[tuple[str, int, str]], chosen: Sequence[int],
-                  units: Sequence[_Unit], pieces: Mapping[int, Sequence[_Piece]],
-                  instant_time: str
-                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The second job's task: the base file of each file group it is given (positions in
-    ``chosen``, of ``groups``), from the group's pieces the first job staged."""
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = HudiTable.open(path)
-        mdt = MetadataTable(table)
-        for batch in batches:
-            for position in batch.column(0).to_pylist():
-                target = chosen[int(position)]
-                yield pa.RecordBatch.from_pylist([_write_group(
-                    table, mdt, groups[target], pieces.get(target, ()), units,
-                    instant_time)], schema=_STATS_SCHEMA)
-    return run
-
-
-def _claim(storage: Storage, name: str) -> bool:
-    """Take the work named ``name`` for this task: True when no other task had it."""
-    try:
-        storage.create_if_absent(name, b"")
-    except FileExistsError:
-        return False
-    return True
-
-
-def _await_units(storage: Storage, staging: str, count: int, patience: float) -> bool:
-    """Wait until all ``count`` units are staged: False after ``patience`` seconds without
-    one more (their claimer died, or is slow: the file groups go to another task)."""
-    seen, since = -1, time.monotonic()
-    while True:
-        done = sum(1 for f in storage.list_dir(staging) if f.name.endswith(_UNIT_SUFFIX))
-        if done >= count:
-            return True
-        if done != seen:
-            seen, since = done, time.monotonic()
-        elif time.monotonic() - since > patience:
-            return False
-        time.sleep(_POLL_SECONDS)
-
-
-def _build_together(path: str, staging: str, units: list[_Unit],
-                    targets: Mapping[tuple[str, int], int], counts: Mapping[str, int],
-                    definitions: Mapping[str, IndexDefinition],
-                    groups: list[tuple[str, int, str]], instant_time: str, tasks: int,
-                    patience: float
-                    ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The one-job build's task (:data:`ONE_JOB_MAX_UNITS`): it stages the units no other
-    task claimed, waits until every unit is staged, then writes the file groups no other
-    task claimed, and returns their stats. Tasks claim work by creating a file in the
-    staging folder, starting at different places; a task running alone does it all. One
-    that waits in vain (:func:`_await_units`) returns nothing, and the driver builds what
-    is left as two jobs."""
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        # All of the input read: a Python worker whose input is left unread is not reused
-        # (the next job would start a new one, 0.4 s of imports).
-        ids = [int(i) for b in batches for i in b.column(0).to_pylist()]
-        me = ids[0] if ids else 0
-        table = HudiTable.open(path)
-        storage = table.storage
-        for index in _turn(len(units), me, tasks):
-            claim = f"{staging}/u{index:07d}{_CLAIM_SUFFIX}"
-            if not _claim(storage, claim):
-                continue
-            try:
-                _stage_unit(table, staging, index, units[index], targets, counts, definitions)
-            except BaseException:
-                storage.delete(claim)  # free for the task's retry
-                raise
-        if not _await_units(storage, staging, len(units), patience):
-            return
-        pieces: dict[int, list[_Piece]] = {}
-        for index in range(len(units)):
-            for target, piece in _unit_pieces(storage, staging, index):
-                pieces.setdefault(target, []).append(piece)
-        mdt = MetadataTable(table)
-        for target in _turn(len(groups), me, tasks):
-            claim = f"{staging}/g{target:07d}{_CLAIM_SUFFIX}"
-            if not _claim(storage, claim):
-                continue
-            try:
-                row = _write_group(table, mdt, groups[target], pieces.get(target, ()), units,
-                                   instant_time)
-            except BaseException:
-                storage.delete(claim)
-                raise
-            yield pa.RecordBatch.from_pylist([row], schema=_STATS_SCHEMA)
-    return run
-
-
-def _turn(count: int, me: int, tasks: int) -> list[int]:
-    """``range(count)`` starting where task ``me`` of ``tasks`` starts (tasks spread out)."""
-    start = me * count // max(1, tasks)
-    return [(start + k) % count for k in range(count)]
-
-
-def _run_together(spark: SparkSession, table: HudiTable, staging: str, units: list[_Unit],
+def _run_together(spark: SparkSession, table: HudiTable, staging: str, units: list[Unit],
                   targets: Mapping[tuple[str, int], int], counts: Mapping[str, int],
                   definitions: Mapping[str, IndexDefinition],
                   groups: list[tuple[str, int, str]], instant_time: str, tasks: int
                   ) -> list[Row]:
-    """Run the one-job build (:func:`_build_together`) with ``tasks`` tasks: the stats rows
+    """Run the one-job build (:func:`build_together`) with ``tasks`` tasks: the stats rows
     of the file groups it wrote."""
     from pyspark.sql.pandas.types import from_arrow_schema
     return spark.range(tasks, numPartitions=tasks).mapInArrow(
-        _build_together(table.base_path, staging, units, targets, counts, definitions,
+        build_together(table.base_path, staging, units, targets, counts, definitions,
                         groups, instant_time, tasks, ONE_JOB_PATIENCE),
-        from_arrow_schema(_STATS_SCHEMA)).collect()
+        from_arrow_schema(STATS_SCHEMA)).collect()
 
 
 def task_slots(spark: SparkSession) -> int:
@@ -543,7 +209,7 @@ def task_slots(spark: SparkSession) -> int:
     return DEFAULT_SLOTS
 
 
-def _unit_bytes(unit: _Unit) -> int:
+def _unit_bytes(unit: Unit) -> int:
     """About how much a unit reads: its slice's files (a data partition's unit: little)."""
     return unit.file_slice.total_size if unit.file_slice is not None else 0
 
@@ -563,7 +229,7 @@ def _progress(table: HudiTable, staging: str, total: int,
         while not stop.wait(PROGRESS_INTERVAL):
             with contextlib.suppress(OSError):
                 done = sum(1 for f in table.storage.list_dir(staging)
-                           if f.name.endswith(_UNIT_SUFFIX))
+                           if f.name.endswith(UNIT_SUFFIX))
                 if done != reported and done < total:
                     reported = done
                     on_progress(done, total)
@@ -694,27 +360,27 @@ class IndexBackend:
         left = [i for i in range(len(groups)) if i not in written]
         if left:  # two jobs: the units not staged yet, then the file groups not written
             staged = {int(f.name[:7]) for f in table.storage.list_dir(staging)
-                      if f.name.endswith(_UNIT_SUFFIX)}
-            pieces: dict[int, list[_Piece]] = {}
+                      if f.name.endswith(UNIT_SUFFIX)}
+            pieces: dict[int, list[Piece]] = {}
             for index in sorted(staged):
-                for target, piece in _unit_pieces(table.storage, staging, index):
+                for target, piece in unit_pieces(table.storage, staging, index):
                     pieces.setdefault(target, []).append(piece)
             todo = [i for i in range(len(units)) if i not in staged]
             if todo:
                 size = sum(_unit_bytes(units[i]) for i in todo)
                 readers = min(len(todo), MAX_TASKS, max(slots, -(-size // BYTES_PER_TASK)))
                 job = spark.range(len(todo), numPartitions=max(1, readers)).mapInArrow(
-                    _stage_rows(table.base_path, staging, units, todo, targets, counts,
-                                definitions), from_arrow_schema(_PIECES_SCHEMA))
+                    stage_rows(table.base_path, staging, units, todo, targets, counts,
+                                definitions), from_arrow_schema(PIECES_SCHEMA))
                 with _progress(table, staging, len(units), on_progress):
                     located = job.collect()
                 for row in located:
-                    pieces.setdefault(int(row["target"]), []).append(_Piece(
+                    pieces.setdefault(int(row["target"]), []).append(Piece(
                         int(row["unit"]), row["file"], int(row["offset"]), int(row["length"])))
             writers = max(1, min(len(left), MAX_TASKS, slots))
             written.update(zip(left, spark.range(len(left), numPartitions=writers).mapInArrow(
-                _write_groups(table.base_path, groups, left, units, pieces, init),
-                from_arrow_schema(_STATS_SCHEMA)).collect(), strict=False))
+                write_groups(table.base_path, groups, left, units, pieces, init),
+                from_arrow_schema(STATS_SCHEMA)).collect(), strict=False))
         stats += [WriteStat(file_id=row["file_id"], path=row["path"], num_writes=row["rows"],
                             num_inserts=row["rows"], partition_path=row["partition"],
                             total_write_bytes=row["bytes"], file_size_in_bytes=row["bytes"])
@@ -731,26 +397,26 @@ class IndexBackend:
         partition (the Spark tasks' own units), then one base file per file group."""
         pieces = []
         for done, data_partition in enumerate(data_partitions, 1):
-            pieces.append(_unit_rows(table, _Unit(partition, data_partition), definitions))
+            pieces.append(unit_rows(table, Unit(partition, data_partition), definitions))
             if on_progress is not None:
                 on_progress(done, len(data_partitions))
         rows = (pa.concat_tables(pieces).cast(S.arrow_schema()) if pieces
                 else S.to_parquet_rows([]))
-        return mdt.write_base_files(partition, _merged_rows(rows), init)
+        return mdt.write_base_files(partition, merged_rows(rows), init)
 
     @staticmethod
     def _units(table: HudiTable, partitions: Sequence[str],
                definitions: Mapping[str, IndexDefinition], data_partitions: Sequence[str],
-               slices: Sequence[FileSlice]) -> list[_Unit]:
+               slices: Sequence[FileSlice]) -> list[Unit]:
         """The build's units: per data partition, or per latest file slice (record and
         secondary indexes)."""
-        units: list[_Unit] = []
+        units: list[Unit] = []
         for partition in partitions:
             kind = index_spec(table, partition, definitions).kind
             if kind in _PER_DATA_PARTITION:
-                units += [_Unit(partition, p) for p in data_partitions]
+                units += [Unit(partition, p) for p in data_partitions]
             else:
-                units += [_Unit(partition, s.partition_path, s) for s in slices]
+                units += [Unit(partition, s.partition_path, s) for s in slices]
         return units
 
     def covered(self, table: HudiTable, instant: Instant, partitions: Sequence[str]) -> bool:

@@ -219,7 +219,7 @@ def test_footer_only_partitions_build_the_same_on_the_driver_as_in_spark(
     session.sql("INSERT INTO trips VALUES (9, 'a', 'r9', 1.5, 'sf')")  # a log file
     built: dict[str, dict[str, object]] = {}
     jobs: list[int] = []
-    for name in ("_stage_rows", "_run_together"):  # the two-job and the one-job builds
+    for name in ("stage_rows", "_run_together"):  # the two-job and the one-job builds
         job = getattr(index_build, name)
         monkeypatch.setattr(index_build, name, lambda *a, job=job: jobs.append(1) or job(*a))
     for limit in (index_build.DRIVER_BUILD_MAX_SLICES, 0):
@@ -261,7 +261,7 @@ def test_one_job_and_two_job_builds_write_the_same_records(
     trips(session)
     session.sql("INSERT INTO trips VALUES (9, 'e', 'r9', 1.5, 'sf')")  # a log file
     ran: list[str] = []
-    for name in ("_stage_rows", "_run_together"):
+    for name in ("stage_rows", "_run_together"):
         job = getattr(index_build, name)
         monkeypatch.setattr(index_build, name,
                             lambda *a, job=job, name=name: ran.append(name) or job(*a))
@@ -270,7 +270,7 @@ def test_one_job_and_two_job_builds_write_the_same_records(
     ran.clear()
     monkeypatch.setattr(index_build, "ONE_JOB_MAX_UNITS", 0)
     two = _build_ri_and_si(session)
-    assert set(ran) == {"_stage_rows"}
+    assert set(ran) == {"stage_rows"}
     assert one == two and one["record_index"] and one["secondary_index_idx_rider"]
 
 
@@ -280,18 +280,18 @@ def test_a_one_job_build_waiting_in_vain_is_finished_by_two_jobs(
     ONE_JOB_PATIENCE and write nothing; the driver stages the units left (only those) and
     writes every file group as two jobs. A unit staged by an earlier attempt is kept (the
     task that claims it again reads the staged pieces). The records equal a normal build's."""
-    from hudisql.services import index_build
+    from hudisql.services import index_build, index_tasks
 
     trips(session)
     expected = _build_ri_and_si(session)
     together = index_build._run_together
     staged: list[list[int]] = []
-    stage = index_build._stage_rows
+    stage = index_build.stage_rows
 
     def stale(spark, table, staging, units, targets, counts, *rest):  # type: ignore[no-untyped-def]
         table.storage.makedirs(staging)
         table.storage.create_if_absent(f"{staging}/u0000000.claim", b"")  # claimer died
-        index_build._stage_unit(table, staging, 1, units[1], targets, counts, rest[0])
+        index_tasks.stage_unit(table, staging, 1, units[1], targets, counts, rest[0])
         found = together(spark, table, staging, units, targets, counts, *rest)
         assert found == []  # every task gave up
         return found
@@ -302,6 +302,6 @@ def test_a_one_job_build_waiting_in_vain_is_finished_by_two_jobs(
 
     monkeypatch.setattr(index_build, "ONE_JOB_PATIENCE", 0.5)
     monkeypatch.setattr(index_build, "_run_together", stale)
-    monkeypatch.setattr(index_build, "_stage_rows", fallback)
+    monkeypatch.setattr(index_build, "stage_rows", fallback)
     assert _build_ri_and_si(session) == expected
     assert staged == [[0], [0]]  # per index: only the unit the dead task had claimed
