@@ -245,27 +245,47 @@ def file_group_indexes(keys: pa.Array | pa.ChunkedArray | list[str], count: int)
 
 
 def _ascii_hashes(array: pa.Array) -> np.ndarray:
-    """Signed int32 Java hash codes of ASCII strings, from the array's buffers.
+    """Signed int32 Java hash codes of ASCII strings (a ``large_string`` array), from the
+    array's buffers.
 
     Keys of one length are hashed together, Horner's rule over their character columns
-    (``h = 31 * h + c`` in uint32, which wraps as Java's int does).
+    (``h = 31 * h + c`` in uint32, which wraps as Java's int does). When the keys of one
+    length are one run of rows (all keys, when they have one length), their bytes are a
+    dense matrix read column by column; otherwise each column is gathered.
     """
     offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset:array.offset
                                                                   + len(array) + 1]
     data_buf = array.buffers()[2]
     data = (np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None
             else np.zeros(0, dtype=np.uint8))
-    starts = offsets[:-1]
+    n = len(array)
     lengths = np.diff(offsets)
-    result = np.zeros(len(array), dtype=np.uint32)
+    result = np.zeros(n, dtype=np.uint32)
+    if n == 0:
+        return result.view(np.int32).astype(np.int64)
+    present = np.flatnonzero(np.bincount(lengths))
+    if len(present) == 1:
+        runs: list[tuple[int, np.ndarray]] = [(int(present[0]), np.arange(n))]
+    else:  # rows by length: small lengths get numpy's radix sort
+        small = int(present[-1]) <= np.iinfo(np.int16).max
+        order = np.argsort(lengths.astype(np.int16) if small else lengths, kind="stable")
+        cuts = np.r_[np.searchsorted(lengths[order], present), n]
+        runs = [(int(length), order[cuts[i]:cuts[i + 1]]) for i, length in enumerate(present)]
     thirty_one = np.uint32(31)
-    for length in np.unique(lengths).tolist():
+    for length, rows in runs:
         if length == 0:
             continue
-        rows = np.nonzero(lengths == length)[0]
-        first = starts[rows]
         h = np.zeros(len(rows), dtype=np.uint32)
-        for column in range(length):
-            h = h * thirty_one + data[first + column]
+        if int(rows[-1]) - int(rows[0]) + 1 == len(rows):  # one run: a dense matrix
+            first = int(offsets[rows[0]])
+            matrix = data[first:first + len(rows) * length].reshape(len(rows), length)
+            for column in range(length):
+                h *= thirty_one
+                h += matrix[:, column]
+        else:
+            starts = offsets[rows]
+            for column in range(length):
+                h *= thirty_one
+                h += data[starts + column]
         result[rows] = h
     return result.view(np.int32).astype(np.int64)

@@ -6,19 +6,26 @@ initialization instant (``<base instant>010``, the next free suffix when a parti
 already used it), partitions built from the data table as Spark jobs, coverage of a data
 instant by a metadata deltacommit, and dropping partitions.
 
-A build is two Spark jobs, each a ``mapInArrow``: no metadata row crosses into the JVM as
-a row, and nothing goes through Spark's shuffle. The first job has one task per unit of work
-calling the metadata builders on executors: a latest file slice (record and secondary
-indexes: the slice's record keys, or its secondary keys, are all it sends) or a data
-partition (files, column stats, bloom filters, partition stats, expression indexes: records
-per committed file). Each unit's output, routed to its file groups, is one file in the
-build's staging folder (``.hoodie/.temp/<instant>/index``) holding one Arrow IPC stream per
-file group; the task tells the driver where each piece is. The second job has one task per
-slot, each writing a share of the file groups: it reads the group's pieces, sorts its keys,
-builds the rows column-wise, merges the records of one key by Hudi's payload rules and
-writes the group's base file (an empty one when no row went to the group). The driver
-plans, completes the metadata instant, removes the staging folder, and reports progress
-while the first job runs by counting its files.
+A build runs on executors as ``mapInArrow`` tasks: no metadata row crosses into the JVM
+as a row, and nothing goes through Spark's shuffle. Its work comes in two steps. First, each
+unit of work calls the metadata builders: a latest file slice (record and secondary indexes:
+the slice's record keys, or its secondary keys, are all it sends) or a data partition
+(files, column stats, bloom filters, partition stats, expression indexes: records per
+committed file). A unit's output, routed to its file groups, is staged as one file in the
+build's staging folder (``.hoodie/.temp/<instant>/index``): one Arrow IPC stream per file
+group, then where each stream is. Second, each file group's writer reads the group's
+pieces, sorts its keys, builds the rows column-wise, merges the records of one key by
+Hudi's payload rules and writes the group's base file (an empty one when no row went to
+the group). The driver plans, completes the metadata instant, removes the staging folder,
+and reports progress by counting the staged units.
+
+A build of at most :data:`ONE_JOB_MAX_UNITS` units is one Spark job: one task per slot,
+each staging the units no other task has claimed (a claim is a file created in the staging
+folder), waiting until every unit is staged, then writing the file groups no other task has
+claimed. A task running alone does all of it; one that waits in vain (a claimer died)
+gives up, and the driver finishes as for a larger build: two Spark jobs, the first staging
+the units (the ones not staged yet), the second writing the file groups (the ones not
+written yet).
 
 On a small table (:data:`DRIVER_BUILD_MAX_SLICES`), the file listing, column stats and
 partition stats are built on the driver instead: they read listings, parquet footers and
@@ -32,35 +39,17 @@ import contextlib
 import os
 import posixpath
 import threading
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from hudisql.errors import IndexingError, MetadataTableError
 from hudisql.metadata import schema as S
-from hudisql.metadata.arrow_records import (
-    record_index_rows_at,
-    secondary_index_keys,
-    secondary_key_order,
-    secondary_key_rows,
-    with_payloads,
-)
 from hudisql.metadata.builders import (
-    RECORD_KEY,
-    bloom_filter_records,
-    column_stats_records,
-    committed_files,
-    expression_index_records,
     file_group_count,
-    files_records,
     index_spec,
-    partition_stats_records,
-    slice_columns,
 )
 from hudisql.metadata.commit_update import commit_updates
 from hudisql.metadata.config import (
@@ -69,16 +58,26 @@ from hudisql.metadata.config import (
     save_index_definitions,
 )
 from hudisql.metadata.expressions import IndexExpression
-from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import (
     EXPR_INDEX_PREFIX,
     SECONDARY_INDEX_PREFIX,
     MetadataPartitionType,
-    file_group_indexes,
     partition_spec,
 )
-from hudisql.metadata.records import Record, merge_records
 from hudisql.metadata.table import METADATA_PATH, MetadataTable, drop_index
+from hudisql.services.index_tasks import (
+    PIECES_SCHEMA,
+    STATS_SCHEMA,
+    UNIT_SUFFIX,
+    Piece,
+    Unit,
+    build_together,
+    merged_rows,
+    stage_rows,
+    unit_pieces,
+    unit_rows,
+    write_groups,
+)
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSlice, FileSystemView
@@ -88,7 +87,7 @@ from hudisql.table.timeline import Timeline
 from hudisql.table.write_files import MARKER_DIR
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Row, SparkSession
 
 __all__ = [
     "EXPR_INDEX_PREFIX",
@@ -107,17 +106,13 @@ BYTES_PER_TASK = 128 << 20
 DEFAULT_SLOTS = 8
 #: How often (seconds) the driver counts the units done while the build job runs.
 PROGRESS_INTERVAL = 0.5
-_STATS_SCHEMA = pa.schema([("path", pa.string()), ("file_id", pa.string()),
-                           ("partition", pa.string()), ("rows", pa.int64()),
-                           ("bytes", pa.int64())])
-_PIECES_SCHEMA = pa.schema([("target", pa.int32()), ("unit", pa.int32()),
-                            ("rows", pa.int64()), ("file", pa.string()),
-                            ("offset", pa.int64()), ("length", pa.int64())])
-#: A piece column: what the rows route by, when the unit made it (secondary keys: their
-#: value parts, dictionary-encoded; the writer orders the keys by them).
-_ROUTE = "route"
-#: Partitions whose pieces travel as their keys only (the rows are built by the writer).
-_BY_KEY = (MetadataPartitionType.RECORD_INDEX, MetadataPartitionType.SECONDARY_INDEX)
+#: A build of at most this many units runs as one Spark job (:func:`build_together`):
+#: its tasks stage the units, then write the file groups, taking each by a claim file in
+#: the staging folder. That saves the second job's scheduling (about 0.1 s, and as much
+#: JVM CPU). Larger builds, and whatever a one-job build leaves, run as two jobs.
+ONE_JOB_MAX_UNITS = 64
+#: How long (seconds) a one-job task waits for other tasks' units with none finishing.
+ONE_JOB_PATIENCE = 10.0
 #: These partition types read file listings and parquet footers (and log files, for their
 #: statistics): on a small table they are built on the driver, where two Spark jobs'
 #: scheduling would cost more than the work (see :data:`DRIVER_BUILD_MAX_SLICES`).
@@ -176,195 +171,18 @@ def check_buildable(request: PartitionRequest, label: str | None = None) -> None
         raise IndexingError(f"{where}: {exc}") from None
 
 
-# ----------------------------------------------------------------------------- executors
-
-
-@dataclass(frozen=True)
-class _Unit:
-    """One piece of stage 1: a metadata partition over a data partition or a file slice."""
-
-    partition: str
-    data_partition: str
-    file_slice: FileSlice | None = None
-
-
-def _unit_rows(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDefinition]
-               ) -> pa.Table:
-    """The metadata rows (base-file shape) of one data-partition unit (runs on an executor):
-    the file-based partitions' few records per data partition, from the dict builders."""
-    spec = index_spec(table, unit.partition, definitions)
-    kind = spec.kind
-    files = committed_files(table, [unit.data_partition])
-    if kind == MetadataPartitionType.FILES:
-        records = files_records(files, [unit.data_partition])
-    elif kind == MetadataPartitionType.BLOOM_FILTERS:
-        records = bloom_filter_records(table, files, spec)
-    elif kind == MetadataPartitionType.EXPRESSION_INDEX:
-        records = expression_index_records(table, files, spec)
-    elif kind == MetadataPartitionType.PARTITION_STATS:
-        records = partition_stats_records(table, files, spec.source_fields)
-    else:
-        records = column_stats_records(table, files, spec.source_fields)
-    return S.to_parquet_rows(records)
-
-
-def _unit_piece(table: HudiTable, unit: _Unit, definitions: Mapping[str, IndexDefinition]
-                ) -> pa.Table:
-    """What a unit sends to the file groups' writers: for the record and secondary indexes
-    only the keys (``key``: record keys, or secondary keys) of the slice, else the rows."""
-    if unit.file_slice is None:
-        return _unit_rows(table, unit, definitions)
-    spec = index_spec(table, unit.partition, definitions)
-    if spec.kind == MetadataPartitionType.RECORD_INDEX:
-        keys = slice_columns(table, unit.file_slice, []).column(RECORD_KEY)
-        return pa.table({"key": keys})
-    column = spec.source_fields[0]
-    found = slice_columns(table, unit.file_slice, [column])
-    keys, routes = secondary_index_keys(found.column(column), found.column(RECORD_KEY))
-    return pa.table({"key": keys, _ROUTE: routes})
-
-
-def _group_rows(partition: str, pieces: Sequence[tuple[int, pa.Table]], units: Sequence[_Unit]
-                ) -> pa.Table:
-    """One file group's rows from its pieces, each key once, sorted by key when the pieces
-    are keys (the record index's locations from their units)."""
-    kind = partition_spec(partition).kind
-    if kind not in _BY_KEY:
-        return _merged_rows(pa.concat_tables([t for _, t in pieces]).cast(S.arrow_schema()))
-    keys = pa.concat_arrays([t.column("key").combine_chunks().cast(pa.string())
-                             for _, t in pieces])
-    if kind == MetadataPartitionType.SECONDARY_INDEX:
-        routes = [c for _, t in pieces for c in t.column(_ROUTE).chunks]
-        keys = keys.take(secondary_key_order(keys, routes))
-        return _merged_rows(secondary_key_rows(keys), keys_sorted=True)
-    order = pc.sort_indices(keys)
-    keys = keys.take(order)
-    slots = sorted({u for u, _ in pieces})
-    slot_of = {u: i for i, u in enumerate(slots)}
-    which = np.concatenate([np.full(t.num_rows, slot_of[u], np.int32) for u, t in pieces])
-    locations = []
-    for u in slots:
-        found = units[u].file_slice
-        assert found is not None
-        locations.append(RecordLocation(found.partition_path, found.file_id,
-                                        found.base_instant))
-    rows = record_index_rows_at(keys, locations, pa.array(which).take(order))
-    return _merged_rows(rows, keys_sorted=True)
-
-
-def _ipc(rows: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, rows.schema) as writer:
-        writer.write_table(rows)
-    return bytes(sink.getvalue().to_pybytes())
-
-
-def _stage_rows(path: str, staging: str, units: list[_Unit], targets: Mapping[tuple[str, int], int],
-                groups: Mapping[str, int], definitions: Mapping[str, IndexDefinition]
-                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The first job's task: the rows of the units it is given, routed to their file
-    groups. Each unit's pieces (one Arrow IPC stream per file group it reaches) go to one
-    file in ``staging`` (named by the unit, so the driver counts the files for progress);
-    the task returns where each piece is (file, offset, length) for the second job."""
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = HudiTable.open(path)
-        for batch in batches:
-            for index in batch.column(0).to_pylist():
-                unit = units[int(index)]
-                rows = _unit_piece(table, unit, definitions)
-                # A unique name per attempt: a retried task never rewrites a file the
-                # driver was told about.
-                name = f"{staging}/{int(index):07d}-{uuid.uuid4().hex[:12]}"
-                out: dict[str, list[object]] = {k: [] for k in _PIECES_SCHEMA.names}
-                blobs: list[bytes] = []
-                offset = 0
-                if rows.num_rows:
-                    # The partition's own routing (secondary keys by their value part);
-                    # rows ordered by file group once, then cut into zero-copy slices.
-                    count = groups[unit.partition]
-                    if _ROUTE in rows.column_names:  # secondary keys' value parts, as made
-                        fgs = file_group_indexes(rows.column(_ROUTE), count)
-                    else:
-                        fgs = partition_spec(unit.partition).route(rows.column("key"), count)
-                    # int16 group numbers get numpy's radix sort.
-                    small = count <= np.iinfo(np.int16).max
-                    order = np.argsort(fgs.astype(np.int16) if small else fgs, kind="stable")
-                    ordered = rows.take(pa.array(order))
-                    # Runs of one group in the ordered groups (np.unique would sort again).
-                    runs = fgs[order]
-                    starts = np.flatnonzero(np.r_[True, runs[1:] != runs[:-1]])
-                    counts = np.diff(np.r_[starts, len(runs)])
-                    for fg, start, n in zip(runs[starts].tolist(), starts.tolist(),
-                                            counts.tolist(), strict=True):
-                        blob = _ipc(ordered.slice(start, n))
-                        for key, value in (("target", targets[(unit.partition, fg)]),
-                                           ("unit", int(index)), ("rows", n), ("file", name),
-                                           ("offset", offset), ("length", len(blob))):
-                            out[key].append(value)
-                        blobs.append(blob)
-                        offset += len(blob)
-                table.storage.write_bytes(name, b"".join(blobs))
-                yield pa.RecordBatch.from_pydict(out, schema=_PIECES_SCHEMA)
-    return run
-
-
-def _merged_rows(rows: pa.Table, keys_sorted: bool = False) -> pa.Table:
-    """Rows of one file group with each key once: records of one key merged (Hudi's rules).
-
-    ``keys_sorted``: the rows are in key order, so neighbours tell whether a key repeats
-    (far cheaper than counting distinct keys)."""
-    keys = rows.column("key")
-    n = rows.num_rows
-    if n < 2:
-        return rows
-    if keys_sorted:
-        if pc.all(pc.not_equal(keys.slice(0, n - 1), keys.slice(1))).as_py():
-            return rows
-    elif pc.count_distinct(keys).as_py() == n:
-        return rows
-    merged: dict[str, Record] = {}
-    for record in S.from_parquet_rows(with_payloads(rows)):
-        older = merged.get(record["key"])
-        merged[record["key"]] = record if older is None else merge_records(older, record)
-    return S.to_parquet_rows(list(merged.values()))
-
-
-@dataclass(frozen=True)
-class _Piece:
-    """Where one unit's rows for one file group are: a byte range of a first-job file."""
-
-    unit: int
-    file: str
-    offset: int
-    length: int
-
-
-def _write_groups(path: str, groups: list[tuple[str, int, str]], units: Sequence[_Unit],
-                  pieces: Mapping[int, Sequence[_Piece]], instant_time: str
-                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The second job's task: the base file of each file group it is given (by number in
-    ``groups``), from the group's pieces the first job wrote (none: an empty base file)."""
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = HudiTable.open(path)
-        mdt = MetadataTable(table)
-        for batch in batches:
-            for target in batch.column(0).to_pylist():
-                partition, _, file_id = groups[int(target)]
-                found = []
-                for piece in pieces.get(int(target), ()):
-                    with table.storage.open_input_file(piece.file) as f:
-                        blob = f.read_at(piece.length, piece.offset)
-                    found.append((piece.unit, pa.ipc.open_stream(blob).read_all()))
-                rows = (_group_rows(partition, found, units) if found
-                        else S.to_parquet_rows([]))
-                stat = mdt.write_base_file(partition, file_id, rows, instant_time, routed=True)
-                yield pa.RecordBatch.from_pylist([{
-                    "path": stat.path, "file_id": stat.file_id, "partition": partition,
-                    "rows": stat.num_writes, "bytes": stat.file_size_in_bytes}],
-                    schema=_STATS_SCHEMA)
-    return run
+def _run_together(spark: SparkSession, table: HudiTable, staging: str, units: list[Unit],
+                  targets: Mapping[tuple[str, int], int], counts: Mapping[str, int],
+                  definitions: Mapping[str, IndexDefinition],
+                  groups: list[tuple[str, int, str]], instant_time: str, tasks: int
+                  ) -> list[Row]:
+    """Run the one-job build (:func:`build_together`) with ``tasks`` tasks: the stats rows
+    of the file groups it wrote."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    return spark.range(tasks, numPartitions=tasks).mapInArrow(
+        build_together(table.base_path, staging, units, targets, counts, definitions,
+                        groups, instant_time, tasks, ONE_JOB_PATIENCE),
+        from_arrow_schema(STATS_SCHEMA)).collect()
 
 
 def task_slots(spark: SparkSession) -> int:
@@ -391,7 +209,7 @@ def task_slots(spark: SparkSession) -> int:
     return DEFAULT_SLOTS
 
 
-def _unit_bytes(unit: _Unit) -> int:
+def _unit_bytes(unit: Unit) -> int:
     """About how much a unit reads: its slice's files (a data partition's unit: little)."""
     return unit.file_slice.total_size if unit.file_slice is not None else 0
 
@@ -410,8 +228,8 @@ def _progress(table: HudiTable, staging: str, total: int,
         reported = -1
         while not stop.wait(PROGRESS_INTERVAL):
             with contextlib.suppress(OSError):
-                # One file per unit (a retried unit may leave two): count the units.
-                done = len({f.name[:7] for f in table.storage.list_dir(staging)})
+                done = sum(1 for f in table.storage.list_dir(staging)
+                           if f.name.endswith(UNIT_SUFFIX))
                 if done != reported and done < total:
                     reported = done
                     on_progress(done, total)
@@ -530,26 +348,43 @@ class IndexBackend:
         table.storage.delete_dir(staging)
         table.storage.makedirs(staging)
         slots = task_slots(spark)
-        size = sum(_unit_bytes(u) for u in units)
-        readers = min(len(units), MAX_TASKS, max(slots, -(-size // BYTES_PER_TASK)))
-        staged = spark.range(len(units), numPartitions=max(1, readers)).mapInArrow(
-            _stage_rows(table.base_path, staging, units, targets,
-                        {p: len(v) for p, v in ids.items()}, definitions),
-            from_arrow_schema(_PIECES_SCHEMA))
-        with _progress(table, staging, len(units), on_progress):
-            located = staged.collect()
-        pieces: dict[int, list[_Piece]] = {}
-        for row in located:
-            pieces.setdefault(int(row["target"]), []).append(
-                _Piece(int(row["unit"]), row["file"], int(row["offset"]), int(row["length"])))
-        writers = max(1, min(len(groups), MAX_TASKS, slots))
-        rows = spark.range(len(groups), numPartitions=writers).mapInArrow(
-            _write_groups(table.base_path, groups, units, pieces, init),
-            from_arrow_schema(_STATS_SCHEMA)).collect()
+        counts = {p: len(v) for p, v in ids.items()}
+        written: dict[int, Row] = {}  # by target file group
+        if len(units) <= ONE_JOB_MAX_UNITS:
+            tasks = max(1, min(slots, MAX_TASKS, max(len(units), len(groups))))
+            with _progress(table, staging, len(units), on_progress):
+                found = _run_together(spark, table, staging, units, targets, counts,
+                                      definitions, groups, init, tasks)
+            where = {(p, file_id): i for i, (p, _, file_id) in enumerate(groups)}
+            written = {where[(row["partition"], row["file_id"])]: row for row in found}
+        left = [i for i in range(len(groups)) if i not in written]
+        if left:  # two jobs: the units not staged yet, then the file groups not written
+            staged = {int(f.name[:7]) for f in table.storage.list_dir(staging)
+                      if f.name.endswith(UNIT_SUFFIX)}
+            pieces: dict[int, list[Piece]] = {}
+            for index in sorted(staged):
+                for target, piece in unit_pieces(table.storage, staging, index):
+                    pieces.setdefault(target, []).append(piece)
+            todo = [i for i in range(len(units)) if i not in staged]
+            if todo:
+                size = sum(_unit_bytes(units[i]) for i in todo)
+                readers = min(len(todo), MAX_TASKS, max(slots, -(-size // BYTES_PER_TASK)))
+                job = spark.range(len(todo), numPartitions=max(1, readers)).mapInArrow(
+                    stage_rows(table.base_path, staging, units, todo, targets, counts,
+                                definitions), from_arrow_schema(PIECES_SCHEMA))
+                with _progress(table, staging, len(units), on_progress):
+                    located = job.collect()
+                for row in located:
+                    pieces.setdefault(int(row["target"]), []).append(Piece(
+                        int(row["unit"]), row["file"], int(row["offset"]), int(row["length"])))
+            writers = max(1, min(len(left), MAX_TASKS, slots))
+            written.update(zip(left, spark.range(len(left), numPartitions=writers).mapInArrow(
+                write_groups(table.base_path, groups, left, units, pieces, init),
+                from_arrow_schema(STATS_SCHEMA)).collect(), strict=False))
         stats += [WriteStat(file_id=row["file_id"], path=row["path"], num_writes=row["rows"],
                             num_inserts=row["rows"], partition_path=row["partition"],
                             total_write_bytes=row["bytes"], file_size_in_bytes=row["bytes"])
-                  for row in rows]
+                  for row in written.values()]
         table.storage.delete_dir(staging)
         mdt.reload().complete_instant(init, stats)
 
@@ -562,26 +397,26 @@ class IndexBackend:
         partition (the Spark tasks' own units), then one base file per file group."""
         pieces = []
         for done, data_partition in enumerate(data_partitions, 1):
-            pieces.append(_unit_rows(table, _Unit(partition, data_partition), definitions))
+            pieces.append(unit_rows(table, Unit(partition, data_partition), definitions))
             if on_progress is not None:
                 on_progress(done, len(data_partitions))
         rows = (pa.concat_tables(pieces).cast(S.arrow_schema()) if pieces
                 else S.to_parquet_rows([]))
-        return mdt.write_base_files(partition, _merged_rows(rows), init)
+        return mdt.write_base_files(partition, merged_rows(rows), init)
 
     @staticmethod
     def _units(table: HudiTable, partitions: Sequence[str],
                definitions: Mapping[str, IndexDefinition], data_partitions: Sequence[str],
-               slices: Sequence[FileSlice]) -> list[_Unit]:
+               slices: Sequence[FileSlice]) -> list[Unit]:
         """The build's units: per data partition, or per latest file slice (record and
         secondary indexes)."""
-        units: list[_Unit] = []
+        units: list[Unit] = []
         for partition in partitions:
             kind = index_spec(table, partition, definitions).kind
             if kind in _PER_DATA_PARTITION:
-                units += [_Unit(partition, p) for p in data_partitions]
+                units += [Unit(partition, p) for p in data_partitions]
             else:
-                units += [_Unit(partition, s.partition_path, s) for s in slices]
+                units += [Unit(partition, s.partition_path, s) for s in slices]
         return units
 
     def covered(self, table: HudiTable, instant: Instant, partitions: Sequence[str]) -> bool:

@@ -219,8 +219,9 @@ def test_footer_only_partitions_build_the_same_on_the_driver_as_in_spark(
     session.sql("INSERT INTO trips VALUES (9, 'a', 'r9', 1.5, 'sf')")  # a log file
     built: dict[str, dict[str, object]] = {}
     jobs: list[int] = []
-    stage = index_build._stage_rows
-    monkeypatch.setattr(index_build, "_stage_rows", lambda *a: jobs.append(1) or stage(*a))
+    for name in ("stage_rows", "_run_together"):  # the two-job and the one-job builds
+        job = getattr(index_build, name)
+        monkeypatch.setattr(index_build, name, lambda *a, job=job: jobs.append(1) or job(*a))
     for limit in (index_build.DRIVER_BUILD_MAX_SLICES, 0):
         monkeypatch.setattr(index_build, "DRIVER_BUILD_MAX_SLICES", limit)
         jobs.clear()
@@ -236,3 +237,71 @@ def test_footer_only_partitions_build_the_same_on_the_driver_as_in_spark(
                         f"index_types => '{index_type}')").collect()
     driver, spark = built.values()
     assert driver == spark and driver["column_stats"]
+
+
+def _build_ri_and_si(session: HudiSession) -> dict[str, dict[str, dict[str, object]]]:
+    """Create the record index and a secondary index on trips; their records (validated)."""
+    session.sql("CREATE INDEX record_index ON trips (uuid)")
+    session.sql("CREATE INDEX idx_rider ON trips (rider)")
+    handle = session.table("trips")
+    assert_exact(handle.path)
+    mdt = MetadataTable(HudiTable.open(handle.path))
+    built = {p: mdt.read_partition(p) for p in ("record_index", "secondary_index_idx_rider")}
+    session.sql("DROP INDEX idx_rider ON trips")
+    session.sql("DROP INDEX record_index ON trips")
+    return built
+
+
+def test_one_job_and_two_job_builds_write_the_same_records(
+        session: HudiSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small build runs as one Spark job whose tasks claim units, then file groups; over
+    ONE_JOB_MAX_UNITS it runs as two jobs. Both write the same records, and both validate."""
+    from hudisql.services import index_build
+
+    trips(session)
+    session.sql("INSERT INTO trips VALUES (9, 'e', 'r9', 1.5, 'sf')")  # a log file
+    ran: list[str] = []
+    for name in ("stage_rows", "_run_together"):
+        job = getattr(index_build, name)
+        monkeypatch.setattr(index_build, name,
+                            lambda *a, job=job, name=name: ran.append(name) or job(*a))
+    one = _build_ri_and_si(session)
+    assert set(ran) == {"_run_together"}
+    ran.clear()
+    monkeypatch.setattr(index_build, "ONE_JOB_MAX_UNITS", 0)
+    two = _build_ri_and_si(session)
+    assert set(ran) == {"stage_rows"}
+    assert one == two and one["record_index"] and one["secondary_index_idx_rider"]
+
+
+def test_a_one_job_build_waiting_in_vain_is_finished_by_two_jobs(
+        session: HudiSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unit claimed by a task that died is never staged: the one-job tasks give up after
+    ONE_JOB_PATIENCE and write nothing; the driver stages the units left (only those) and
+    writes every file group as two jobs. A unit staged by an earlier attempt is kept (the
+    task that claims it again reads the staged pieces). The records equal a normal build's."""
+    from hudisql.services import index_build, index_tasks
+
+    trips(session)
+    expected = _build_ri_and_si(session)
+    together = index_build._run_together
+    staged: list[list[int]] = []
+    stage = index_build.stage_rows
+
+    def stale(spark, table, staging, units, targets, counts, *rest):  # type: ignore[no-untyped-def]
+        table.storage.makedirs(staging)
+        table.storage.create_if_absent(f"{staging}/u0000000.claim", b"")  # claimer died
+        index_tasks.stage_unit(table, staging, 1, units[1], targets, counts, rest[0])
+        found = together(spark, table, staging, units, targets, counts, *rest)
+        assert found == []  # every task gave up
+        return found
+
+    def fallback(path, staging, units, chosen, *rest):  # type: ignore[no-untyped-def]
+        staged.append(list(chosen))
+        return stage(path, staging, units, chosen, *rest)
+
+    monkeypatch.setattr(index_build, "ONE_JOB_PATIENCE", 0.5)
+    monkeypatch.setattr(index_build, "_run_together", stale)
+    monkeypatch.setattr(index_build, "stage_rows", fallback)
+    assert _build_ri_and_si(session) == expected
+    assert staged == [[0], [0]]  # per index: only the unit the dead task had claimed
