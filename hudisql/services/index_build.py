@@ -106,10 +106,11 @@ BYTES_PER_TASK = 128 << 20
 DEFAULT_SLOTS = 8
 #: How often (seconds) the driver counts the units done while the build job runs.
 PROGRESS_INTERVAL = 0.5
-#: A build of at most this many units runs as one Spark job (:func:`build_together`):
-#: its tasks stage the units, then write the file groups, taking each by a claim file in
-#: the staging folder. That saves the second job's scheduling (about 0.1 s, and as much
-#: JVM CPU). Larger builds, and whatever a one-job build leaves, run as two jobs.
+#: A build of at most this many units, reading at most :data:`BYTES_PER_TASK` per slot,
+#: runs as one Spark job (:func:`build_together`): its tasks stage the units, then write
+#: the file groups, taking each by a claim file in the staging folder. That saves the
+#: second job's scheduling (about 0.1 s, and as much JVM CPU). Larger builds, and whatever
+#: a one-job build leaves, run as two jobs.
 ONE_JOB_MAX_UNITS = 64
 #: How long (seconds) a one-job task waits for other tasks' units with none finishing.
 ONE_JOB_PATIENCE = 10.0
@@ -350,7 +351,11 @@ class IndexBackend:
         slots = task_slots(spark)
         counts = {p: len(v) for p, v in ids.items()}
         written: dict[int, Row] = {}  # by target file group
-        if len(units) <= ONE_JOB_MAX_UNITS:
+        # One job for a small build: few units, and no more data than one task per slot
+        # would read in the first of two jobs (a task waits ONE_JOB_PATIENCE at most for
+        # another unit to be staged: units must be quick).
+        size = sum(_unit_bytes(u) for u in units)
+        if len(units) <= ONE_JOB_MAX_UNITS and size <= slots * BYTES_PER_TASK:
             tasks = max(1, min(slots, MAX_TASKS, max(len(units), len(groups))))
             with _progress(table, staging, len(units), on_progress):
                 found = _run_together(spark, table, staging, units, targets, counts,
