@@ -212,30 +212,35 @@ def file_group_indexes(keys: pa.Array | pa.ChunkedArray | list[str], count: int)
     """:func:`file_group_index` of many keys at once (an int64 numpy array, in key order).
 
     ASCII keys (UTF-16 code units = bytes) are hashed from Arrow's buffers in numpy; the
-    others one by one. A dictionary array's keys are hashed once per dictionary entry.
+    others one by one. A dictionary array's keys are hashed once per dictionary entry; a
+    chunked array's chunks one by one (no copy into one array).
     """
     if count < 1:
         raise MetadataTableError(f"a metadata partition needs at least one file group, not {count}")
     array = keys if isinstance(keys, pa.Array | pa.ChunkedArray) else pa.array(keys, pa.string())
     if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks() if array.num_chunks else pa.array([], pa.string())
+        if array.num_chunks != 1:
+            return np.concatenate([np.zeros(0, dtype=np.int64)] + [
+                file_group_indexes(chunk, count) for chunk in array.chunks])
+        array = array.chunk(0)
     if isinstance(array, pa.DictionaryArray):  # each distinct key hashed once
         if array.indices.null_count:
             raise MetadataTableError("a metadata record key is null")
         hashed = file_group_indexes(array.dictionary, count)
         picked: np.ndarray = hashed[array.indices.to_numpy(zero_copy_only=False)]
         return picked
-    array = array.cast(pa.large_string())
+    if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        array = array.cast(pa.large_string())
     n = len(array)
     out = np.zeros(n, dtype=np.int64)
     if n == 0:
         return out
     if array.null_count:
         raise MetadataTableError("a metadata record key is null")
-    ascii_mask = pc.string_is_ascii(array).to_numpy(zero_copy_only=False)
-    if ascii_mask.all():
+    if _all_ascii(array):
         out[:] = _ascii_hashes(array)
     else:
+        ascii_mask = pc.string_is_ascii(array).to_numpy(zero_copy_only=False)
         idx = np.nonzero(ascii_mask)[0]
         if len(idx):
             out[idx] = _ascii_hashes(array.take(pa.array(idx)))
@@ -244,20 +249,37 @@ def file_group_indexes(keys: pa.Array | pa.ChunkedArray | list[str], count: int)
     return np.abs(out) % count
 
 
+def _offsets(array: pa.Array) -> np.ndarray:
+    """The value offsets of a ``string`` or ``large_string`` array (``len + 1`` of them)."""
+    dtype = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    return np.frombuffer(array.buffers()[1], dtype=dtype)[array.offset:array.offset
+                                                          + len(array) + 1]
+
+
+def _value_bytes(array: pa.Array) -> np.ndarray:
+    """The whole data buffer of a string array, as bytes (empty when it has none)."""
+    data = array.buffers()[2]
+    return np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+
+
+def _all_ascii(array: pa.Array) -> bool:
+    """Whether every value of a string array is ASCII (one pass over its bytes)."""
+    offsets = _offsets(array)
+    values = _value_bytes(array)[int(offsets[0]):int(offsets[-1])]
+    return not len(values) or int(values.max()) < 0x80
+
+
 def _ascii_hashes(array: pa.Array) -> np.ndarray:
-    """Signed int32 Java hash codes of ASCII strings (a ``large_string`` array), from the
-    array's buffers.
+    """Signed int32 Java hash codes of ASCII strings (a ``string`` or ``large_string``
+    array), from the array's buffers.
 
     Keys of one length are hashed together, Horner's rule over their character columns
     (``h = 31 * h + c`` in uint32, which wraps as Java's int does). When the keys of one
     length are one run of rows (all keys, when they have one length), their bytes are a
     dense matrix read column by column; otherwise each column is gathered.
     """
-    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset:array.offset
-                                                                  + len(array) + 1]
-    data_buf = array.buffers()[2]
-    data = (np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None
-            else np.zeros(0, dtype=np.uint8))
+    offsets = _offsets(array).astype(np.int64)
+    data = _value_bytes(array)
     n = len(array)
     lengths = np.diff(offsets)
     result = np.zeros(n, dtype=np.uint32)

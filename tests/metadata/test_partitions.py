@@ -57,6 +57,23 @@ def test_vectorised_routing_of_long_ascii_keys_and_chunks() -> None:
     assert file_group_indexes(sliced, 3).tolist() == [file_group_index(k, 3) for k in keys[100:150]]
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["", "a", "key-1", "key-22", "k\u00e9y", "\U0001f600x"]),
+                max_size=40),
+       st.integers(min_value=0, max_value=5), st.booleans())
+def test_routing_of_runs_of_one_length_large_strings_and_sliced_chunks(
+        keys: list[str], cut: int, large: bool) -> None:
+    """Keys of one length in runs (a dense matrix) or scattered (gathered), int32 or int64
+    offsets, a chunked array whose chunks are slices: the same groups as one by one."""
+    kind = pa.large_string() if large else pa.string()
+    whole = pa.array(["pad", *keys, "pad"], kind).slice(1, len(keys))
+    cut = min(cut, len(keys))
+    chunked = pa.chunked_array([whole.slice(0, cut), whole.slice(cut)], kind)
+    expected = [file_group_index(k, 11) for k in keys]
+    assert file_group_indexes(whole, 11).tolist() == expected
+    assert file_group_indexes(chunked, 11).tolist() == expected
+
+
 def test_file_group_ids_as_hudi_names_them() -> None:
     assert file_group_id(partition_spec("files"), 0) == "files-0000-0"
     assert file_group_id(partition_spec("column_stats"), 1) == "col-stats-0001-0"
