@@ -21,7 +21,7 @@ from hudisql.catalog import SqlCatalog, TableEntry, TableName, normalize_name
 from hudisql.catalog.external import timeline_summary
 from hudisql.errors import CatalogError, TableAlreadyExistsError, WriteError
 from hudisql.parser import commands as c
-from hudisql.sql import reads
+from hudisql.sql import dml, reads
 from hudisql.sql.frames import empty_frame, rows_frame
 from hudisql.sql.spark_tables import SparkTables
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
@@ -88,15 +88,14 @@ def create_table(ctx: StatementContext, command: c.CreateTable) -> DataFrame:
         _check_registered(entry, command)
         SparkTables.of(ctx.spark).ensure(ctx.spark, entry)
         return empty_frame(ctx.spark)
-    source = (reads.sql(ctx, command.query)
+    # Hudi's meta columns of a hudi source (SELECT *) are not the new table's columns.
+    source = (dml.without_meta_columns(reads.sql(ctx, command.query))
               if command.query is not None else None)
     spark_schema = source.schema if source is not None else columns_schema(
         command.columns, str(name))
     entry = _create_managed(ctx, name, command, spark_to_arrow(spark_schema))
     SparkTables.of(ctx.spark).ensure(ctx.spark, entry)
     if source is not None:
-        from hudisql.sql import dml
-
         try:
             dml.write_frame(ctx, entry, source, operation="insert")
         except BaseException:

@@ -26,6 +26,7 @@ from hudisql.parser import commands as c
 from hudisql.sql import reads
 from hudisql.sql.frames import affected_frame
 from hudisql.sql.spark_tables import quote_identifier, spark_name
+from hudisql.table.schema import META_COLUMNS
 from hudisql.write import dml as api
 from hudisql.write.dml import data_columns
 
@@ -69,6 +70,18 @@ def dml_table(ctx: StatementContext, entry: TableEntry) -> api.DmlTable:
         on_step=ctx.router.on_write_step)
 
 
+#: The columns Hudi drops from the query an INSERT or a CTAS writes: its meta columns and
+#: the operation column (``SELECT * FROM <hudi table>`` returns them).
+_QUERY_META_COLUMNS = frozenset({*META_COLUMNS, "_hoodie_operation"})
+
+
+def without_meta_columns(frame: DataFrame) -> DataFrame:
+    """``frame`` without Hudi's meta columns, as Hudi's INSERT and CREATE TABLE ... AS SELECT
+    drop them from their query (names compared without case, as Spark resolves them)."""
+    meta = [name for name in frame.columns if name.lower() in _QUERY_META_COLUMNS]
+    return frame.drop(*meta) if meta else frame
+
+
 def write_frame(ctx: StatementContext, entry: TableEntry, frame: DataFrame,
                 operation: str) -> int:
     """Write ``frame``'s rows as one commit of the Spark write pipeline; returns the row count.
@@ -107,7 +120,7 @@ def insert(ctx: StatementContext, command: c.Insert) -> DataFrame:
     columns = data_columns(table)
     types = dict(columns)
     lower = {n.lower(): n for n in types}
-    source = reads.sql(ctx, command.query)
+    source = without_meta_columns(reads.sql(ctx, command.query))
     static = {p: v for p, v in command.partition if v is not None}
     for name in [*static, *command.columns]:
         if name.lower() not in lower:
