@@ -136,8 +136,10 @@ def main() -> None:
         for i in [] if args.builds_only else [*range(args.repeat), "warm"]:
             shutil.copytree(plain, work / f"indexed{i}")
             shutil.copytree(plain, work / f"bare{i}")
-        # The copies' dirty pages written back while the first build runs cost it about
-        # 0.1 s of CPU: flush them first.
+        # The copies' dirty pages are flushed before anything is timed: write-back of the
+        # 400 MB just copied would otherwise overlap the first builds. (Full runs still
+        # time the record index build 0.05-0.1 s slower than --builds-only runs did at
+        # first; later --builds-only runs were as slow, so that is run-to-run spread.)
         os.sync()
         indexed = session.table_at(plain)
         for label, name, columns, using, read in [] if args.upsert_only else BUILDS:
