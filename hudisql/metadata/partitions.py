@@ -278,7 +278,7 @@ def _ascii_hashes(array: pa.Array) -> np.ndarray:
     length are one run of rows (all keys, when they have one length), their bytes are a
     dense matrix read column by column; otherwise each column is gathered.
     """
-    offsets = _offsets(array).astype(np.int64)
+    offsets = _offsets(array).astype(np.int64, copy=False)
     data = _value_bytes(array)
     n = len(array)
     lengths = np.diff(offsets)

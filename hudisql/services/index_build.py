@@ -68,13 +68,13 @@ from hudisql.metadata.table import METADATA_PATH, MetadataTable, drop_index
 from hudisql.services.index_tasks import (
     PIECES_SCHEMA,
     STATS_SCHEMA,
-    UNIT_SUFFIX,
     Piece,
     Unit,
     build_together,
     merged_rows,
     stage_rows,
-    unit_pieces,
+    staged_pieces,
+    staged_units,
     unit_rows,
     write_groups,
 )
@@ -182,7 +182,7 @@ def _run_together(spark: SparkSession, table: HudiTable, staging: str, units: li
     from pyspark.sql.pandas.types import from_arrow_schema
     return spark.range(tasks, numPartitions=tasks).mapInArrow(
         build_together(table.base_path, staging, units, targets, counts, definitions,
-                        groups, instant_time, tasks, ONE_JOB_PATIENCE),
+                       groups, instant_time, tasks, ONE_JOB_PATIENCE),
         from_arrow_schema(STATS_SCHEMA)).collect()
 
 
@@ -229,8 +229,7 @@ def _progress(table: HudiTable, staging: str, total: int,
         reported = -1
         while not stop.wait(PROGRESS_INTERVAL):
             with contextlib.suppress(OSError):
-                done = sum(1 for f in table.storage.list_dir(staging)
-                           if f.name.endswith(UNIT_SUFFIX))
+                done = len(staged_units(table.storage, staging))
                 if done != reported and done < total:
                     reported = done
                     on_progress(done, total)
@@ -364,19 +363,15 @@ class IndexBackend:
             written = {where[(row["partition"], row["file_id"])]: row for row in found}
         left = [i for i in range(len(groups)) if i not in written]
         if left:  # two jobs: the units not staged yet, then the file groups not written
-            staged = {int(f.name[:7]) for f in table.storage.list_dir(staging)
-                      if f.name.endswith(UNIT_SUFFIX)}
-            pieces: dict[int, list[Piece]] = {}
-            for index in sorted(staged):
-                for target, piece in unit_pieces(table.storage, staging, index):
-                    pieces.setdefault(target, []).append(piece)
+            staged = staged_units(table.storage, staging)
+            pieces = staged_pieces(table.storage, staging, sorted(staged))
             todo = [i for i in range(len(units)) if i not in staged]
             if todo:
                 size = sum(_unit_bytes(units[i]) for i in todo)
                 readers = min(len(todo), MAX_TASKS, max(slots, -(-size // BYTES_PER_TASK)))
                 job = spark.range(len(todo), numPartitions=max(1, readers)).mapInArrow(
                     stage_rows(table.base_path, staging, units, todo, targets, counts,
-                                definitions), from_arrow_schema(PIECES_SCHEMA))
+                               definitions), from_arrow_schema(PIECES_SCHEMA))
                 with _progress(table, staging, len(units), on_progress):
                     located = job.collect()
                 for row in located:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,7 +93,7 @@ class Piece:
 
 
 def unit_rows(table: HudiTable, unit: Unit, definitions: Mapping[str, IndexDefinition]
-               ) -> pa.Table:
+              ) -> pa.Table:
     """The metadata rows (base-file shape) of one data-partition unit (runs on an executor):
     the file-based partitions' few records per data partition, from the dict builders."""
     spec = index_spec(table, unit.partition, definitions)
@@ -113,7 +113,7 @@ def unit_rows(table: HudiTable, unit: Unit, definitions: Mapping[str, IndexDefin
 
 
 def unit_piece(table: HudiTable, unit: Unit, definitions: Mapping[str, IndexDefinition]
-                ) -> pa.Table:
+               ) -> pa.Table:
     """What a unit sends to the file groups' writers: for the record and secondary indexes
     only the keys (``key``: record keys, or secondary keys) of the slice, else the rows."""
     if unit.file_slice is None:
@@ -129,7 +129,7 @@ def unit_piece(table: HudiTable, unit: Unit, definitions: Mapping[str, IndexDefi
 
 
 def group_rows(partition: str, pieces: Sequence[tuple[int, pa.Table]], units: Sequence[Unit]
-                ) -> pa.Table:
+               ) -> pa.Table:
     """One file group's rows from its pieces, each key once, sorted by key when the pieces
     are keys (the record index's locations from their units)."""
     kind = partition_spec(partition).kind
@@ -170,8 +170,8 @@ def unit_file(staging: str, index: int) -> str:
 
 
 def stage_unit(table: HudiTable, staging: str, index: int, unit: Unit,
-                targets: Mapping[tuple[str, int], int], groups: Mapping[str, int],
-                definitions: Mapping[str, IndexDefinition]) -> list[tuple[int, Piece]]:
+               targets: Mapping[tuple[str, int], int], groups: Mapping[str, int],
+               definitions: Mapping[str, IndexDefinition]) -> list[tuple[int, Piece]]:
     """Build unit ``index``'s rows, routed to their file groups, into its staging file
     (created once: a retried or duplicate attempt keeps the first one's); returns the
     pieces by target file group."""
@@ -216,15 +216,31 @@ def unit_pieces(storage: Storage, staging: str, index: int) -> list[tuple[int, P
     name = unit_file(staging, index)
     with storage.open_input_file(name) as f:
         size = f.size()
-        length = int.from_bytes(f.read_at(8, size - 8), "little")
-        places = json.loads(f.read_at(length, size - 8 - length))
-    return [(target, Piece(index, name, start, size)) for target, _, start, size in places]
+        footer = int.from_bytes(f.read_at(8, size - 8), "little")
+        places = json.loads(f.read_at(footer, size - 8 - footer))
+    return [(target, Piece(index, name, start, length)) for target, _, start, length in places]
+
+
+def staged_units(storage: Storage, staging: str) -> set[int]:
+    """The units whose staging file exists (what the driver counts for progress)."""
+    return {int(f.name[:-len(UNIT_SUFFIX)]) for f in storage.list_dir(staging)
+            if f.name.endswith(UNIT_SUFFIX)}
+
+
+def staged_pieces(storage: Storage, staging: str, units: Iterable[int]
+                  ) -> dict[int, list[Piece]]:
+    """The pieces of the staged ``units``, by target file group."""
+    pieces: dict[int, list[Piece]] = {}
+    for index in units:
+        for target, piece in unit_pieces(storage, staging, index):
+            pieces.setdefault(target, []).append(piece)
+    return pieces
 
 
 def stage_rows(path: str, staging: str, units: list[Unit], chosen: Sequence[int],
-                targets: Mapping[tuple[str, int], int], groups: Mapping[str, int],
-                definitions: Mapping[str, IndexDefinition]
-                ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+               targets: Mapping[tuple[str, int], int], groups: Mapping[str, int],
+               definitions: Mapping[str, IndexDefinition]
+               ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The first job's task: the units it is given (positions in ``chosen``) staged (see
     :func:`stage_unit`); it returns where each piece is for the second job."""
 
@@ -234,7 +250,7 @@ def stage_rows(path: str, staging: str, units: list[Unit], chosen: Sequence[int]
             for position in batch.column(0).to_pylist():
                 index = chosen[int(position)]
                 found = stage_unit(table, staging, index, units[index], targets, groups,
-                                    definitions)
+                                   definitions)
                 yield pa.RecordBatch.from_pylist(
                     [{"target": target, "unit": index, "file": piece.file,
                       "offset": piece.offset, "length": piece.length}
@@ -264,8 +280,8 @@ def merged_rows(rows: pa.Table, keys_sorted: bool = False) -> pa.Table:
 
 
 def write_group(table: HudiTable, mdt: MetadataTable, group: tuple[str, int, str],
-                 found: Sequence[Piece], units: Sequence[Unit], instant_time: str
-                 ) -> dict[str, object]:
+                found: Sequence[Piece], units: Sequence[Unit], instant_time: str
+                ) -> dict[str, object]:
     """Write one file group's base file from its pieces (none: an empty base file); returns
     its stats row (:data:`STATS_SCHEMA`)."""
     partition, _, file_id = group
@@ -281,9 +297,9 @@ def write_group(table: HudiTable, mdt: MetadataTable, group: tuple[str, int, str
 
 
 def write_groups(path: str, groups: list[tuple[str, int, str]], chosen: Sequence[int],
-                  units: Sequence[Unit], pieces: Mapping[int, Sequence[Piece]],
-                  instant_time: str
-                  ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+                 units: Sequence[Unit], pieces: Mapping[int, Sequence[Piece]],
+                 instant_time: str
+                 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The second job's task: the base file of each file group it is given (positions in
     ``chosen``, of ``groups``), from the group's pieces the first job staged."""
 
@@ -313,7 +329,7 @@ def await_units(storage: Storage, staging: str, count: int, patience: float) -> 
     one more (their claimer died, or is slow: the file groups go to another task)."""
     seen, since = -1, time.monotonic()
     while True:
-        done = sum(1 for f in storage.list_dir(staging) if f.name.endswith(UNIT_SUFFIX))
+        done = len(staged_units(storage, staging))
         if done >= count:
             return True
         if done != seen:
@@ -324,11 +340,11 @@ def await_units(storage: Storage, staging: str, count: int, patience: float) -> 
 
 
 def build_together(path: str, staging: str, units: list[Unit],
-                    targets: Mapping[tuple[str, int], int], counts: Mapping[str, int],
-                    definitions: Mapping[str, IndexDefinition],
-                    groups: list[tuple[str, int, str]], instant_time: str, tasks: int,
-                    patience: float
-                    ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+                   targets: Mapping[tuple[str, int], int], counts: Mapping[str, int],
+                   definitions: Mapping[str, IndexDefinition],
+                   groups: list[tuple[str, int, str]], instant_time: str, tasks: int,
+                   patience: float
+                   ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """A task of the one-job build (a small build, see :mod:`hudisql.services.index_build`):
     it stages the units no other task claimed, waits until every unit is staged, then writes
     the file groups no other task claimed, and returns their stats. Tasks claim work by
@@ -354,10 +370,7 @@ def build_together(path: str, staging: str, units: list[Unit],
                 raise
         if not await_units(storage, staging, len(units), patience):
             return
-        pieces: dict[int, list[Piece]] = {}
-        for index in range(len(units)):
-            for target, piece in unit_pieces(storage, staging, index):
-                pieces.setdefault(target, []).append(piece)
+        pieces = staged_pieces(storage, staging, range(len(units)))
         mdt = MetadataTable(table)
         for target in turn_order(len(groups), me, tasks):
             claim = f"{staging}/g{target:07d}{CLAIM_SUFFIX}"
@@ -365,7 +378,7 @@ def build_together(path: str, staging: str, units: list[Unit],
                 continue
             try:
                 row = write_group(table, mdt, groups[target], pieces.get(target, ()), units,
-                                   instant_time)
+                                  instant_time)
             except BaseException:
                 storage.delete(claim)
                 raise
