@@ -42,6 +42,7 @@ from hudisql.metadata.config import IndexDefinition
 from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import MetadataPartitionType, file_group_indexes, partition_spec
 from hudisql.metadata.records import Record, merge_records
+from hudisql.metadata.strings import key_order
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.fsview import FileSlice
 from hudisql.table.storage import Storage
@@ -141,7 +142,7 @@ def group_rows(partition: str, pieces: Sequence[tuple[int, pa.Table]], units: Se
         routes = [c for _, t in pieces for c in t.column(ROUTE).chunks]
         keys = keys.take(secondary_key_order(keys, routes))
         return merged_rows(secondary_key_rows(keys), keys_sorted=True)
-    order = pc.sort_indices(keys)
+    order = key_order(keys)
     keys = keys.take(order)
     slots = sorted({u for u, _ in pieces})
     slot_of = {u: i for i, u in enumerate(slots)}
