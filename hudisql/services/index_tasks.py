@@ -45,6 +45,7 @@ from hudisql.metadata.records import Record, merge_records
 from hudisql.metadata.strings import key_order
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.fsview import FileSlice
+from hudisql.table.heap import keep_freed_memory
 from hudisql.table.storage import Storage
 from hudisql.table.table import HudiTable
 
@@ -246,6 +247,7 @@ def stage_rows(path: str, staging: str, units: list[Unit], chosen: Sequence[int]
     :func:`stage_unit`); it returns where each piece is for the second job."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keep_freed_memory()
         table = HudiTable.open(path)
         for batch in batches:
             for position in batch.column(0).to_pylist():
@@ -305,6 +307,7 @@ def write_groups(path: str, groups: list[tuple[str, int, str]], chosen: Sequence
     ``chosen``, of ``groups``), from the group's pieces the first job staged."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keep_freed_memory()
         table = HudiTable.open(path)
         mdt = MetadataTable(table)
         for batch in batches:
@@ -354,6 +357,7 @@ def build_together(path: str, staging: str, units: list[Unit],
     the driver builds what is left as two jobs."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keep_freed_memory()
         # All of the input read: a Python worker whose input is left unread is not reused
         # (the next job would start a new one, 0.4 s of imports).
         ids = [int(i) for b in batches for i in b.column(0).to_pylist()]
