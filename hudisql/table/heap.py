@@ -43,11 +43,11 @@ def keep_freed_memory() -> bool:
     if _kept:
         return True
     try:
-        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
+        if not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"):
             return False
         libc = ctypes.CDLL(None)  # the C library this process already has loaded
-        _kept = (libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
-                 and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1)
+        _kept = bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+                     and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1)
     except (AttributeError, OSError, ValueError):  # no confstr name, no mallopt
         return False
     return _kept
