@@ -229,7 +229,7 @@ def secondary_key_order(keys: pa.Array, routes: Sequence[pa.Array]) -> pa.Array:
     ranks = by_value[order]
     starts = np.flatnonzero(np.diff(ranks)) + 1
     bounds = zip(np.r_[0, starts].tolist(), np.r_[starts, n].tolist(), strict=True)
-    within = [pc.sort_indices(grouped.slice(start, end - start)).to_numpy() + start
+    within = [key_order(grouped.slice(start, end - start)).to_numpy() + start
               for start, end in bounds]
     return pa.array(order[np.concatenate(within)])
 
