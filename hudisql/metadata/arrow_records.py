@@ -20,6 +20,7 @@ from hudisql.metadata import schema as S
 from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import MetadataPartitionType
 from hudisql.metadata.records import secondary_value
+from hudisql.metadata.strings import key_order
 
 __all__ = [
     "escape_secondary",
@@ -213,11 +214,11 @@ def secondary_key_order(keys: pa.Array, routes: Sequence[pa.Array]) -> pa.Array:
     n = len(keys)
     types = {r.type for r in routes}
     if len(types) != 1 or not pa.types.is_dictionary(types.pop()):
-        return pc.sort_indices(keys)
+        return key_order(keys)
     unified = pa.chunked_array(routes).unify_dictionaries()
     dictionary = unified.chunk(0).dictionary
     if n < 2 or len(dictionary) * _KEYS_PER_VALUE > n or unified.null_count:
-        return pc.sort_indices(keys)
+        return key_order(keys)
     rank = np.empty(len(dictionary), dtype=np.int32)
     rank[pc.sort_indices(dictionary).to_numpy()] = np.arange(len(dictionary), dtype=np.int32)
     by_value = rank[np.concatenate([c.indices.to_numpy() for c in unified.chunks])]
@@ -228,7 +229,7 @@ def secondary_key_order(keys: pa.Array, routes: Sequence[pa.Array]) -> pa.Array:
     ranks = by_value[order]
     starts = np.flatnonzero(np.diff(ranks)) + 1
     bounds = zip(np.r_[0, starts].tolist(), np.r_[starts, n].tolist(), strict=True)
-    within = [pc.sort_indices(grouped.slice(start, end - start)).to_numpy() + start
+    within = [key_order(grouped.slice(start, end - start)).to_numpy() + start
               for start, end in bounds]
     return pa.array(order[np.concatenate(within)])
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudisql.errors import MetadataTableError
+from hudisql.metadata.strings import all_ascii, value_bytes, value_offsets
 
 __all__ = [
     "ALL_PARTITIONS_KEY",
@@ -237,7 +238,7 @@ def file_group_indexes(keys: pa.Array | pa.ChunkedArray | list[str], count: int)
         return out
     if array.null_count:
         raise MetadataTableError("a metadata record key is null")
-    if _all_ascii(array):
+    if all_ascii(array):
         out[:] = _ascii_hashes(array)
     else:
         ascii_mask = pc.string_is_ascii(array).to_numpy(zero_copy_only=False)
@@ -249,26 +250,6 @@ def file_group_indexes(keys: pa.Array | pa.ChunkedArray | list[str], count: int)
     return np.abs(out) % count
 
 
-def _offsets(array: pa.Array) -> np.ndarray:
-    """The value offsets of a ``string`` or ``large_string`` array (``len + 1`` of them)."""
-    dtype = np.int64 if pa.types.is_large_string(array.type) else np.int32
-    return np.frombuffer(array.buffers()[1], dtype=dtype)[array.offset:array.offset
-                                                          + len(array) + 1]
-
-
-def _value_bytes(array: pa.Array) -> np.ndarray:
-    """The whole data buffer of a string array, as bytes (empty when it has none)."""
-    data = array.buffers()[2]
-    return np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
-
-
-def _all_ascii(array: pa.Array) -> bool:
-    """Whether every value of a string array is ASCII (one pass over its bytes)."""
-    offsets = _offsets(array)
-    values = _value_bytes(array)[int(offsets[0]):int(offsets[-1])]
-    return not len(values) or int(values.max()) < 0x80
-
-
 def _ascii_hashes(array: pa.Array) -> np.ndarray:
     """Signed int32 Java hash codes of ASCII strings (a ``string`` or ``large_string``
     array), from the array's buffers.
@@ -278,8 +259,8 @@ def _ascii_hashes(array: pa.Array) -> np.ndarray:
     length are one run of rows (all keys, when they have one length), their bytes are a
     dense matrix read column by column; otherwise each column is gathered.
     """
-    offsets = _offsets(array).astype(np.int64, copy=False)
-    data = _value_bytes(array)
+    offsets = value_offsets(array).astype(np.int64, copy=False)
+    data = value_bytes(array)
     n = len(array)
     lengths = np.diff(offsets)
     result = np.zeros(n, dtype=np.uint32)

@@ -59,6 +59,7 @@ from hudisql.read.options import (
 from hudisql.read.pruning import select_slices
 from hudisql.table.cdc import CDC_SCHEMA
 from hudisql.table.fsview import base_files_only
+from hudisql.table.heap import keep_freed_memory
 from hudisql.table.incremental import COMMIT_TIME_COLUMN, IncrementalRange
 
 if TYPE_CHECKING:
@@ -239,6 +240,7 @@ class HudiReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The merged rows of one file slice as Arrow batches in Spark's schema."""
         assert isinstance(partition, SliceInput)
+        keep_freed_memory()
         target = to_arrow_schema(self.schema, timezone="UTC")
         if partition.cdc is not None:
             from hudisql.table.cdc import read_cdc_unit

@@ -42,8 +42,10 @@ from hudisql.metadata.config import IndexDefinition
 from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import MetadataPartitionType, file_group_indexes, partition_spec
 from hudisql.metadata.records import Record, merge_records
+from hudisql.metadata.strings import key_order
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.fsview import FileSlice
+from hudisql.table.heap import keep_freed_memory
 from hudisql.table.storage import Storage
 from hudisql.table.table import HudiTable
 
@@ -141,7 +143,7 @@ def group_rows(partition: str, pieces: Sequence[tuple[int, pa.Table]], units: Se
         routes = [c for _, t in pieces for c in t.column(ROUTE).chunks]
         keys = keys.take(secondary_key_order(keys, routes))
         return merged_rows(secondary_key_rows(keys), keys_sorted=True)
-    order = pc.sort_indices(keys)
+    order = key_order(keys)
     keys = keys.take(order)
     slots = sorted({u for u, _ in pieces})
     slot_of = {u: i for i, u in enumerate(slots)}
@@ -245,6 +247,7 @@ def stage_rows(path: str, staging: str, units: list[Unit], chosen: Sequence[int]
     :func:`stage_unit`); it returns where each piece is for the second job."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keep_freed_memory()
         table = HudiTable.open(path)
         for batch in batches:
             for position in batch.column(0).to_pylist():
@@ -304,6 +307,7 @@ def write_groups(path: str, groups: list[tuple[str, int, str]], chosen: Sequence
     ``chosen``, of ``groups``), from the group's pieces the first job staged."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keep_freed_memory()
         table = HudiTable.open(path)
         mdt = MetadataTable(table)
         for batch in batches:
@@ -353,6 +357,7 @@ def build_together(path: str, staging: str, units: list[Unit],
     the driver builds what is left as two jobs."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keep_freed_memory()
         # All of the input read: a Python worker whose input is left unread is not reused
         # (the next job would start a new one, 0.4 s of imports).
         ids = [int(i) for b in batches for i in b.column(0).to_pylist()]

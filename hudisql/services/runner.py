@@ -14,6 +14,7 @@ import pickle
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hudisql.table.heap import keep_freed_memory
 from hudisql.txn.tasks import LocalRunner, SliceRunner, Task, TaskAttempt
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ def _run_tasks(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     import pandas as pd
     from pyspark import TaskContext
 
+    keep_freed_memory()
     ctx = TaskContext.get()
     assert ctx is not None
     attempt = TaskAttempt(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId(),

@@ -80,6 +80,7 @@ from hudisql.progress import Progress, ProgressSink, progress_sink
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import LogFileName, new_file_id, write_token
 from hudisql.table.fsview import FileSlice, LogFile
+from hudisql.table.heap import keep_freed_memory
 from hudisql.table.log.format import DeleteRecord
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.small_files import (
@@ -253,6 +254,7 @@ def _check_keys(df: DataFrame, spec: _TableSpec) -> None:
 
 def _stage_batches(spec: _TableSpec, with_partition: bool) -> Any:
     def stage(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keep_freed_memory()
         for batch in batches:
             table = pa.Table.from_batches([batch])
             keys = record_keys(table, spec.key_fields, spec.name, spec.labelled)
@@ -277,6 +279,7 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
     metadata participant would otherwise decode it), pickled."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keep_freed_memory()
         rows = [b for b in batches if b.num_rows]
         if not rows:
             return

@@ -51,6 +51,7 @@ from hudisql.metadata.records import column_range, is_live
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.filenames import new_file_id
 from hudisql.table.fsview import FileSlice
+from hudisql.table.heap import keep_freed_memory
 from hudisql.table.merge import read_file_slice
 from hudisql.table.table import HudiTable
 from hudisql.table.write_records import PARTITION_PATH, RECORD_KEY
@@ -207,6 +208,7 @@ def _union(parts: list[DataFrame]) -> DataFrame:
 
 def _read_keys(path: str, slices: list[FileSlice], head: str | None) -> Any:
     def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keep_freed_memory()
         table = HudiTable.open(path)
         for batch in batches:
             for index in batch.column(0).to_pylist():
@@ -284,6 +286,7 @@ def _key_ranges(table: HudiTable, plain: list[FileSlice]) -> list[tuple[str | No
 
 def _check_files(path: str, plain: list[FileSlice], use_mdt: bool) -> Any:
     def check(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keep_freed_memory()
         rows = [b for b in batches if b.num_rows]
         if not rows:
             return
@@ -362,6 +365,7 @@ def _record_index_locations(ctx: TagContext, staged: DataFrame) -> DataFrame:
 
 def _lookup_keys(path: str) -> Any:
     def lookup(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keep_freed_memory()
         wanted: set[str] = set()
         for batch in batches:
             wanted.update(k for k in batch.column(0).to_pylist() if k is not None)
