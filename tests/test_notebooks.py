@@ -119,7 +119,7 @@ def check_concurrency(cells: list[nbformat.NotebookNode]) -> None:
     assert "status of order 2: shipped\n" in text
     assert "statuses: [(1, 'shipped'), (2, 'shipped'), (3, 'shipped'), (4, 'new')]" in text
     assert "RFC-82 case 8" in text and "columns added: discount" in text
-    assert "columns: ['id', 'status', 'amount', 'region', 'ts', 'note']\n" in text
+    assert "columns: ['id', 'status', 'amount', 'ts', 'region', 'note']\n" in text
     assert "order 2: shipped, note=None, priority=1\n" in text
     assert "order 4: shipped, note=fragile, priority=None\n" in text
     rolled = re.search(r"rolled back: \[(.*)\]", text)

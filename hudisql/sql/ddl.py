@@ -63,8 +63,21 @@ def columns_schema(columns: tuple[c.ColumnSpec, ...], table: str) -> StructType:
     return StructType(fields)
 
 
+def partition_columns_last(schema: StructType, partitioned_by: tuple[str, ...]) -> StructType:
+    """``schema`` with the partition columns moved to its end, in PARTITIONED BY order (names
+    compared without case): how Spark lays out a datasource table it creates, and how
+    Apache Hudi's CTAS orders its query. Positional INSERTs and ``SELECT *`` follow it."""
+    from pyspark.sql.types import StructType
+
+    wanted = [p.lower() for p in partitioned_by]
+    by_name = {f.name.lower(): f for f in schema.fields}
+    moved = [by_name[p] for p in wanted if p in by_name]
+    return StructType([f for f in schema.fields if f.name.lower() not in wanted] + moved)
+
+
 def create_table(ctx: StatementContext, command: c.CreateTable) -> DataFrame:
     """CREATE TABLE ... USING hudi: a managed table, a CTAS, or an external registration.
+    The new table's partition columns go last (:func:`partition_columns_last`).
 
     Raises:
         TableAlreadyExistsError: the name is taken (unless IF NOT EXISTS), or LOCATION
@@ -91,8 +104,9 @@ def create_table(ctx: StatementContext, command: c.CreateTable) -> DataFrame:
     # Hudi's meta columns of a hudi source (SELECT *) are not the new table's columns.
     source = (dml.without_meta_columns(reads.sql(ctx, command.query))
               if command.query is not None else None)
-    spark_schema = source.schema if source is not None else columns_schema(
-        command.columns, str(name))
+    spark_schema = partition_columns_last(
+        source.schema if source is not None else columns_schema(command.columns, str(name)),
+        command.partitioned_by)
     entry = _create_managed(ctx, name, command, spark_to_arrow(spark_schema))
     SparkTables.of(ctx.spark).ensure(ctx.spark, entry)
     if source is not None:
@@ -131,8 +145,11 @@ def _create_managed(
     storage = Storage(location)
     existed = storage.exists("")
     options = {**command.hoodie_options, "hoodie.database.name": name.database}
+    # Partition columns named as the schema names them (Spark resolves them without case).
+    named = {n.lower(): n for n in schema.names}
+    partitions = [named.get(p.lower(), p) for p in command.partitioned_by]
     table = core_create(
-        location, name.table, schema, list(command.primary_key), list(command.partitioned_by),
+        location, name.table, schema, list(command.primary_key), partitions,
         command.precombine_field, command.hoodie_table_type, options)
     try:
         return catalog.create_table(
