@@ -136,12 +136,25 @@ class SparkTables:
                 spark.sql(f"DROP TABLE IF EXISTS {spark_name(name)}")
 
 
+def spark_table_details(spark: SparkSession, name: str) -> dict[str, str] | None:
+    """What Spark's session catalog says of table ``name`` (Spark SQL text, e.g.
+    ``db.t``): the rows of ``DESCRIBE TABLE EXTENDED`` after its "# Detailed Table
+    Information" line (``Provider``, ``Location``, ``Type``...), or None when Spark has no
+    such table. SQL only, no JVM handle, so it works on Spark Connect too."""
+    if not spark.catalog.tableExists(name):
+        return None
+    details: dict[str, str] = {}
+    detailed = False
+    for row in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect():
+        key, value = (row[0] or "").strip(), (row[1] or "").strip()
+        if key == "# Detailed Table Information":
+            detailed = True
+        elif detailed and key:
+            details[key] = value
+    return details
+
+
 def _spark_provider(spark: SparkSession, name: str) -> str | None:
     """The provider of Spark's table ``name`` (lower case), or None when there is none."""
-    jspark = spark._jsparkSession
-    catalog = jspark.sessionState().catalog()
-    ident = jspark.sessionState().sqlParser().parseTableIdentifier(name)
-    if not catalog.tableExists(ident):
-        return None
-    provider = catalog.getTableMetadata(ident).provider()
-    return "" if provider.isEmpty() else str(provider.get()).lower()
+    details = spark_table_details(spark, name)
+    return None if details is None else details.get("Provider", "").lower()
