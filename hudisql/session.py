@@ -116,12 +116,26 @@ def _prepare_worker_environment() -> None:
             os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
 
 
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no JVM in this process: no
+    ``sparkContext``)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def _ship_package(spark: SparkSession) -> None:
-    """Ship hudisql to executors with ``addPyFile`` when they cannot import it locally."""
-    master = spark.sparkContext.master or ""
-    if _is_installed() or master.startswith("local"):
+    """Ship hudisql to executors when they cannot import it locally: ``addPyFile``, or on
+    Spark Connect ``addArtifacts(pyfile=True)``."""
+    if _is_installed():
         return
-    spark.sparkContext.addPyFile(_package_zip())
+    connect = is_connect(spark)
+    master = (spark.conf.get("spark.master", None) if connect
+              else spark.sparkContext.master) or ""
+    if master.startswith("local"):
+        return
+    if connect:
+        spark.addArtifacts(_package_zip(), pyfile=True)
+    else:
+        spark.sparkContext.addPyFile(_package_zip())
 
 
 def register_data_source(spark: SparkSession) -> None:
@@ -134,7 +148,7 @@ def register_data_source(spark: SparkSession) -> None:
     from hudisql.write.dataframe_writer import install
 
     spark.dataSource.register(HudiDataSource)
-    install(_committer_for)
+    install(_committer_for, connect=is_connect(spark))
 
 
 def _live_sessions(spark: SparkSession) -> list[HudiSession]:
@@ -389,20 +403,18 @@ class HudiSession:
         self.spark.stop()
 
     def _catalog_location(self, name: str) -> str:
-        jspark = self.spark._jsparkSession
-        ident = jspark.sessionState().sqlParser().parseTableIdentifier(name)
-        meta = jspark.sessionState().catalog().getTableMetadata(ident)
-        provider = meta.provider()
-        if provider.isEmpty() or str(provider.get()).lower() != "hudi":
-            shown = "none" if provider.isEmpty() else str(provider.get())
+        from hudisql.sql.spark_tables import spark_table_details
+
+        details = spark_table_details(self.spark, name) or {}
+        provider = details.get("Provider", "")
+        if provider.lower() != "hudi":
             raise TableNotFoundError(
-                f"table {name!r} is not a hudi table (its provider is {shown}); "
+                f"table {name!r} is not a hudi table (its provider is {provider or 'none'}); "
                 "use spark.table() for it"
             )
-        location = meta.location()
-        if location is None:
+        uri = details.get("Location")
+        if not uri:
             raise TableNotFoundError(f"table {name!r} has no LOCATION; re-create it with one")
-        uri = str(location.toString())
         return uri.removeprefix("file:") if uri.startswith("file:/") else uri
 
     @staticmethod

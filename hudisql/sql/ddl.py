@@ -108,7 +108,12 @@ def create_table(ctx: StatementContext, command: c.CreateTable) -> DataFrame:
         source.schema if source is not None else columns_schema(command.columns, str(name)),
         command.partitioned_by)
     entry = _create_managed(ctx, name, command, spark_to_arrow(spark_schema))
-    SparkTables.of(ctx.spark).ensure(ctx.spark, entry)
+    try:
+        SparkTables.of(ctx.spark).ensure(ctx.spark, entry)
+    except BaseException:
+        # Spark refused the name (a table of another provider): no hudi table either.
+        catalog.drop_table(name, purge=True)
+        raise
     if source is not None:
         try:
             dml.write_frame(ctx, entry, source, operation="insert")

@@ -136,12 +136,55 @@ class SparkTables:
                 spark.sql(f"DROP TABLE IF EXISTS {spark_name(name)}")
 
 
+def spark_table_details(spark: SparkSession, name: str) -> dict[str, str] | None:
+    """What Spark's session catalog says of table ``name`` (Spark SQL text: ``t``,
+    ``db.t``, back-quoted parts): the ``Key: value`` lines of ``SHOW TABLE EXTENDED``
+    (``Provider``, ``Location``, ``Type``...), or None when Spark has no such table. SQL
+    only, no JVM handle, so it works on Spark Connect too. (``DESCRIBE TABLE EXTENDED``
+    does not do: for a Python data source's table it shows neither provider nor location.)
+    """
+    if not spark.catalog.tableExists(name):
+        return None
+    *database, table = _name_parts(name)
+    where = f" IN {quote_identifier(database[-1])}" if database else ""
+    found = spark.sql(f"SHOW TABLE EXTENDED{where} LIKE {sql_string(table)}").collect()
+    for row in found:
+        facts = row.asDict()
+        if str(facts.get("tableName", "")).lower() != table.lower() or facts.get("isTemporary"):
+            continue
+        details: dict[str, str] = {}
+        for line in str(facts.get("information") or "").splitlines():
+            key, sep, value = line.partition(": ")
+            if sep and key and not key.startswith(" "):
+                details.setdefault(key, value.strip())
+        return details
+    return None
+
+
+def _name_parts(name: str) -> list[str]:
+    """The parts of a Spark SQL table name (``db.t``, ```my db`.t``), unquoted."""
+    parts: list[str] = []
+    current: list[str] = []
+    quoted, i = False, 0
+    while i < len(name):
+        ch = name[i]
+        if ch == "`":
+            if quoted and name[i + 1:i + 2] == "`":  # an escaped back-quote
+                current.append("`")
+                i += 1
+            else:
+                quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+        i += 1
+    parts.append("".join(current))
+    return parts
+
+
 def _spark_provider(spark: SparkSession, name: str) -> str | None:
     """The provider of Spark's table ``name`` (lower case), or None when there is none."""
-    jspark = spark._jsparkSession
-    catalog = jspark.sessionState().catalog()
-    ident = jspark.sessionState().sqlParser().parseTableIdentifier(name)
-    if not catalog.tableExists(ident):
-        return None
-    provider = catalog.getTableMetadata(ident).provider()
-    return "" if provider.isEmpty() else str(provider.get()).lower()
+    details = spark_table_details(spark, name)
+    return None if details is None else details.get("Provider", "").lower()

@@ -14,8 +14,9 @@ instant rolled back on any failure. A *committer lookup* given to :func:`install
 session's) may run the commit instead: with the session's default ``hoodie.*`` options
 under the save's own and, for the location of a managed catalog table, inside a catalog
 write id, so that other sessions' catalog caches see it. Other formats go to Spark
-unchanged. Limits: the interception works in the Python driver that imported hudisql (not
-through Spark Connect or from the JVM), and ``saveAsTable`` is not intercepted.
+unchanged. Limits: the interception works in the Python process that imported hudisql (a
+classic driver, or a Spark Connect client whose session ``hudisql.connect`` extended; not
+from the JVM or another client), and ``saveAsTable`` is not intercepted.
 
 Options (Hudi's names): ``hoodie.table.name``, ``hoodie.datasource.write.recordkey.field``
 (comma-separated), ``...precombine.field``, ``...partitionpath.field`` (or
@@ -234,22 +235,44 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def install(committer_for: CommitterLookup | None = None) -> None:
+def install(committer_for: CommitterLookup | None = None, connect: bool = False) -> None:
     """Route ``DataFrameWriter.save`` of format ``hudi`` to :func:`save` (idempotent).
 
     ``committer_for`` (when given) replaces the lookup every later save consults to find who
     commits it (the session's: a managed catalog table's handle). The writer's
     ``format``/``mode``/``option(s)``/``partitionBy`` calls are recorded on the Python object
-    as they go to the JVM, so ``save`` knows them without asking the JVM.
+    as they go on (to the JVM, or into a Spark Connect plan), so ``save`` knows them
+    without asking Spark. ``connect``: route Spark Connect's ``DataFrameWriter`` too (its
+    saves then run the same pipeline, from this client, as hudisql's SQL does).
     """
     from pyspark.sql.readwriter import DataFrameWriter
 
     global _committer_lookup
     if committer_for is not None:
         _committer_lookup = committer_for
-    if getattr(DataFrameWriter, "_hudisql_installed", False):
+    _route_saves(DataFrameWriter)
+    if connect:
+        from pyspark.sql.connect.readwriter import DataFrameWriter as ConnectWriter
+
+        _route_saves(ConnectWriter)
+
+
+def _frame_of(writer: Any) -> Any:
+    """The DataFrame a ``DataFrameWriter`` writes: Spark Connect's writer holds its plan
+    and session, the classic one the DataFrame itself."""
+    frame = writer._df
+    if hasattr(frame, "sparkSession"):
+        return frame
+    from pyspark.sql.connect.dataframe import DataFrame as ConnectFrame
+
+    return ConnectFrame(frame, writer._spark)
+
+
+def _route_saves(writer_class: Any) -> None:
+    """Patch one ``DataFrameWriter`` class (see :func:`install`; once per class)."""
+    if getattr(writer_class, "_hudisql_installed", False):
         return
-    original = {name: getattr(DataFrameWriter, name)
+    original = {name: getattr(writer_class, name)
                 for name in ("format", "mode", "option", "options", "partitionBy", "save")}
 
     def state(writer: Any) -> dict[str, Any]:
@@ -300,12 +323,12 @@ def install(committer_for: CommitterLookup | None = None) -> None:
                              "(save(path) or option path)")
         request = SaveRequest(os.fspath(where), current["mode"], dict(current["options"]),
                               current["partition_by"])
-        save(self._df, request, _committer_lookup)
+        save(_frame_of(self), request, _committer_lookup)
 
-    DataFrameWriter.format = format_  # type: ignore[method-assign]
-    DataFrameWriter.mode = mode_  # type: ignore[method-assign]
-    DataFrameWriter.option = option_  # type: ignore[method-assign]
-    DataFrameWriter.options = options_  # type: ignore[method-assign]
-    DataFrameWriter.partitionBy = partition_by_  # type: ignore[method-assign]
-    DataFrameWriter.save = save_  # type: ignore[method-assign]
-    DataFrameWriter._hudisql_installed = True  # type: ignore[attr-defined]
+    writer_class.format = format_
+    writer_class.mode = mode_
+    writer_class.option = option_
+    writer_class.options = options_
+    writer_class.partitionBy = partition_by_
+    writer_class.save = save_
+    writer_class._hudisql_installed = True

@@ -33,7 +33,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -188,11 +188,15 @@ def _column(value: Value, table: DmlTable, what: str) -> Column:
         raise WriteError(f"table {table.label}: {what} must be Spark SQL text or a Column, "
                          f"not {value!r}")
     try:
-        # F.expr parses lazily: parse now, so the error can name the text at fault.
-        table.spark._jsparkSession.sessionState().sqlParser().parseExpression(value)
-    except AnalysisException as exc:  # ParseException is one
+        # F.expr parses lazily: parse now (an analysis of a one-column select, which works
+        # on Spark Connect too), so the error can name the text at fault. Only a parse
+        # error counts here: the expression's columns are not in that select.
+        _ = table.spark.range(0).select(F.expr(value)).schema
+    except ParseException as exc:
         raise WriteError(f"table {table.label}: {what} {value!r} does not parse: "
                          f"{_first_line(exc)}; write a Spark SQL expression") from exc
+    except AnalysisException:
+        pass
     return F.expr(value)
 
 
