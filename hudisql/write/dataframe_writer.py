@@ -325,10 +325,8 @@ def _route_saves(writer_class: Any) -> None:
                               current["partition_by"])
         save(_frame_of(self), request, _committer_lookup)
 
-    writer_class.format = format_
-    writer_class.mode = mode_
-    writer_class.option = option_
-    writer_class.options = options_
-    writer_class.partitionBy = partition_by_
-    writer_class.save = save_
+    patched = {"format": format_, "mode": mode_, "option": option_, "options": options_,
+               "partitionBy": partition_by_, "save": save_}
+    for name, method in patched.items():
+        setattr(writer_class, name, method)
     writer_class._hudisql_installed = True
