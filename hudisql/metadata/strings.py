@@ -53,9 +53,13 @@ def key_order(keys: pa.Array | pa.ChunkedArray) -> pa.Array:
     integers). A smaller word means a smaller key: the first byte two words differ at is
     either a byte of both keys, or the end of the shorter key, which is then a prefix of
     the other. Keys with equal words (equal keys among them) are then put in order by
-    Arrow's sort of just those keys, into the places they took. For 500k keys this takes
-    about a third of Arrow's time on short sequential keys, and a tenth on UUIDs; when most
-    keys tie in their word, Arrow sorts them all instead.
+    Arrow's sort of just those keys, into the places they took. When most keys tie in their
+    word (a sorted sample of the words shows it, or the sort does), Arrow sorts them all.
+
+    A file group's 500k keys: 18 ms against Arrow's 25 on ``key-<n>`` keys in runs, 14 ms
+    against 130 on UUIDs. Keys whose words tie in small groups, which the sample misses
+    (timestamps to the millisecond), take about twice Arrow's time: the word sort is paid
+    for, then Arrow sorts anyway.
     """
     if isinstance(keys, pa.ChunkedArray):
         keys = keys.combine_chunks() if keys.num_chunks else pa.array([], keys.type)
