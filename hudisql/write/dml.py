@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -177,26 +178,17 @@ def _commit(table: DmlTable, rows: DataFrame, count: int, operation: str,
 
 
 def _column(value: Value, table: DmlTable, what: str) -> Column:
-    """``value`` as a Column (SQL text parsed by Spark).
+    """``value`` as a Column (SQL text is parsed by Spark when the statement's rows are
+    analysed, in :func:`_resolving`; a text that does not parse is named there).
 
     Raises:
-        WriteError: empty text, text Spark cannot parse, or neither text nor a Column.
+        WriteError: empty text, or neither text nor a Column.
     """
     if isinstance(value, Column):
         return value
     if not isinstance(value, str) or not value.strip():
         raise WriteError(f"table {table.label}: {what} must be Spark SQL text or a Column, "
                          f"not {value!r}")
-    try:
-        # F.expr parses lazily: parse now (an analysis of a one-column select, which works
-        # on Spark Connect too), so the error can name the text at fault. Only a parse
-        # error counts here: the expression's columns are not in that select.
-        _ = table.spark.range(0).select(F.expr(value)).schema
-    except ParseException as exc:
-        raise WriteError(f"table {table.label}: {what} {value!r} does not parse: "
-                         f"{_first_line(exc)}; write a Spark SQL expression") from exc
-    except AnalysisException:
-        pass
     return F.expr(value)
 
 
@@ -204,11 +196,28 @@ def _first_line(exc: Exception) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
+def _unparsed_text(exc: ParseException) -> str | None:
+    """The SQL text a parse error quotes (Spark shows it after ``== SQL ==``)."""
+    found = re.search(r"== SQL ==\n(.*?)\n-*\^", str(exc), re.DOTALL)
+    return found.group(1) if found else None
+
+
 @contextlib.contextmanager
 def _resolving(verb: str, hint: str) -> Iterator[None]:
-    """Turn Spark's analysis errors (unknown columns, aliases) into a WriteError."""
+    """Turn Spark's parse and analysis errors (bad SQL text, unknown columns, aliases) into
+    a WriteError.
+
+    The statement's rows are analysed once, against the real table and source, by the
+    caller (``rows.schema``): no probe that Spark is expected to refuse, since PySpark logs
+    every refused analysis as an ERROR with a stack trace even when the caller expects it.
+    """
     try:
         yield
+    except ParseException as exc:
+        text = _unparsed_text(exc)
+        what = f" {text!r}" if text else " a SQL text"
+        raise WriteError(f"{verb}:{what} does not parse: {_first_line(exc)}; write a Spark "
+                         "SQL expression") from exc
     except AnalysisException as exc:
         raise WriteError(f"{verb}: {_first_line(exc)}; {hint}") from exc
 
@@ -289,6 +298,7 @@ def update(table: DmlTable, set: Mapping[str, Value], where: Value | None = None
                 (_column(values[name], table, f"the value of {name}") if name in values
                  else F.col(quote_identifier(name))).cast(kind).alias(name)
                 for name, kind in shape.columns], *shape.stored_key())
+        _ = rows.schema  # analysed here (lazily built on Spark Connect) for the error
     return write_rows(table, rows, "upsert", plan.ops if plan is not None else None)
 
 
@@ -317,6 +327,7 @@ def delete(table: DmlTable, where: Value | None = None, *, alias: str | None = N
         if where is not None:
             rows = rows.where(_column(where, table, "the DELETE condition"))
         rows = rows.select(*[F.col(quote_identifier(k)) for k in shape.keys])
+        _ = rows.schema  # analysed here (lazily built on Spark Connect) for the error
     return write_rows(table, rows, "delete")
 
 
@@ -417,6 +428,7 @@ class MergeBuilder:
                 rows = self._expression_rows(clauses[0], plan, shape)
             else:
                 rows = self._rows(clauses, shape)
+            _ = rows.schema  # analysed here (lazily built on Spark Connect) for the error
         if plan is None:
             return write_rows(table, rows, "upsert")
         rows = rows.localCheckpoint(eager=True)
