@@ -5,19 +5,24 @@ Fields in Hudi's order (``key``, ``type``, ``filesystemMetadata``, ``BloomFilter
 wrappers of column statistics in Hudi's union order. Records travel as fastavro-style dicts;
 a wrapped min/max value is a ``(wrapper name, {"value": v})`` pair.
 
-Base files are parquet (hudisql's deviation from Hudi's HFile): the same record as a
-parquet-avro shaped row, where a union of several records becomes a group with one
-optional ``member<i>`` field per branch (:func:`to_parquet_rows`, :func:`from_parquet_rows`).
+Base files are parquet (hudisql's deviation from Hudi's HFile): the same record in the
+shape Spark's Avro reader gives it, where a union of several records becomes a struct
+with one optional ``member<i>`` field per branch (:func:`to_parquet_rows`,
+:func:`from_parquet_rows`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+from decimal import Decimal
 from functools import cache
 from typing import Any
 
 import fastavro
 import pyarrow as pa
+
+from hudisql.table.schema import avro_to_arrow
 
 __all__ = [
     "METADATA_RECORD_SCHEMA",
@@ -133,12 +138,6 @@ def parsed_schema() -> Any:
 
 # ----------------------------------------------------------------------------- parquet shape
 
-_PRIMITIVES: dict[str, pa.DataType] = {
-    "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(), "float": pa.float32(),
-    "double": pa.float64(), "bytes": pa.binary(), "string": pa.string(),
-}
-
-
 def _names(schema: Any, known: dict[str, Any]) -> Any:
     """Resolve named references, recording record definitions by full and short name."""
     if isinstance(schema, str):
@@ -163,35 +162,14 @@ def _resolved() -> dict[str, Any]:
     return resolved
 
 
-def _arrow_type(schema: Any) -> pa.DataType:
-    if isinstance(schema, list):
-        branches = [s for s in schema if s != "null"]
-        if len(branches) == 1:
-            return _arrow_type(branches[0])
-        return pa.struct([pa.field(f"member{i}", _arrow_type(b)) for i, b in enumerate(branches)])
-    if isinstance(schema, str):
-        return _PRIMITIVES[schema]
-    kind = schema["type"]
-    if kind == "record":
-        return pa.struct([pa.field(f["name"], _arrow_type(f["type"]),
-                                   nullable=_is_nullable(f["type"])) for f in schema["fields"]])
-    if kind == "map":
-        return pa.map_(pa.string(), _arrow_type(schema["values"]))
-    if schema.get("logicalType") == "decimal":
-        return pa.binary()  # the unscaled big-endian bytes, as the Avro value
-    return _arrow_type(kind)
-
-
-def _is_nullable(schema: Any) -> bool:
-    return isinstance(schema, list) and "null" in schema
-
-
 @cache
 def arrow_schema() -> pa.Schema:
-    """The parquet-avro shaped Arrow schema of metadata base files."""
-    root = _resolved()
-    return pa.schema([pa.field(f["name"], _arrow_type(f["type"]), nullable=_is_nullable(f["type"]))
-                      for f in root["fields"]])
+    """The Arrow schema of metadata base files: the record as Spark's Avro reader (and
+    :func:`hudisql.table.schema.avro_to_arrow`, so the log blocks' records) shape it, so a
+    merged read of the metadata table unifies base files and log blocks: a union of
+    several records is a struct of one ``member<i>`` field per branch, decimals decimal128,
+    ``time-micros`` time64[us]."""
+    return avro_to_arrow(METADATA_RECORD_SCHEMA)
 
 
 def _record_name(schema: Any) -> str:
@@ -218,8 +196,8 @@ def _to_row(schema: Any, value: Any) -> Any:
     if isinstance(schema, dict) and schema.get("type") == "map":
         return [(k, _to_row(schema["values"], v)) for k, v in value.items()]
     if isinstance(schema, dict) and schema.get("logicalType") == "decimal":
-        return _decimal_bytes(value, int(schema["scale"]))
-    return value
+        return Decimal(value).quantize(Decimal(1).scaleb(-int(schema["scale"])))
+    return value  # time-micros: microseconds, which Arrow takes as a time64[us] value
 
 
 def _from_row(schema: Any, value: Any) -> Any:
@@ -239,22 +217,14 @@ def _from_row(schema: Any, value: Any) -> Any:
     if isinstance(schema, dict) and schema.get("type") == "map":
         return {k: _from_row(schema["values"], v) for k, v in value}
     if isinstance(schema, dict) and schema.get("logicalType") == "decimal":
-        return _decimal_value(value, int(schema["scale"]))
+        if isinstance(value, bytes):  # base files written before decimal128: unscaled bytes
+            return Decimal(int.from_bytes(value, "big", signed=True)).scaleb(
+                -int(schema["scale"]))
+        return value
+    if isinstance(value, dt.time):  # time-micros: back to microseconds
+        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 \
+            + value.microsecond
     return value
-
-
-def _decimal_bytes(value: Any, scale: int) -> bytes:
-    from decimal import Decimal
-
-    unscaled = int(Decimal(value).scaleb(scale).to_integral_value())
-    length = max(1, (unscaled.bit_length() + 8) // 8)
-    return unscaled.to_bytes(length, "big", signed=True)
-
-
-def _decimal_value(raw: bytes, scale: int) -> Any:
-    from decimal import Decimal
-
-    return Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-scale)
 
 
 def to_parquet_rows(records: list[dict[str, Any]]) -> pa.Table:

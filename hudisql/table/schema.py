@@ -181,6 +181,27 @@ def logical_type(node: Any) -> str | None:
     return None
 
 
+def several_branches(node: Any) -> list[Any] | None:
+    """The non-null branches of a union of several non-null types (in union order), or None
+    when ``node`` is not such a union (Hudi's metadata records hold them: the column-stats
+    value wrappers)."""
+    if not isinstance(node, list):
+        return None
+    branches = [b for b in node if b != "null"]
+    return branches if len(branches) > 1 else None
+
+
+def widened_union(branches: Sequence[Any]) -> pa.DataType | None:
+    """The one Arrow type of a union of ``int`` and ``long`` (int64) or of ``float`` and
+    ``double`` (float64), as Spark's Avro reader maps them; None for other unions."""
+    kinds = {base_type(b) for b in branches}
+    if len(branches) == 2 and kinds == {"int", "long"}:
+        return pa.int64()
+    if len(branches) == 2 and kinds == {"float", "double"}:
+        return pa.float64()
+    return None
+
+
 def nullable_branch(node: Any) -> tuple[Any, int | None, int | None]:
     """Split a union into its one non-null branch.
 
@@ -188,7 +209,8 @@ def nullable_branch(node: Any) -> tuple[Any, int | None, int | None]:
         ``(type, null_index, value_index)``; for a non-union node ``(node, None, None)``.
 
     Raises:
-        UnsupportedFormatError: a union of several non-null types (no Arrow equivalent).
+        UnsupportedFormatError: a union of several non-null types (callers map those
+            first, see :func:`several_branches`).
     """
     if not isinstance(node, list):
         return node, None, None
@@ -197,8 +219,8 @@ def nullable_branch(node: Any) -> tuple[Any, int | None, int | None]:
     if len(non_null) > 1:
         kinds = [base_type(node[i]) for i in non_null]
         raise UnsupportedFormatError(
-            f"Avro union of several types {kinds} has no Arrow equivalent; "
-            "Hudi tables use only ['null', T] unions"
+            f"Avro union of several types {kinds} has no single branch; map it with "
+            "several_branches"
         )
     if not non_null:
         return "null", null_idx, None
@@ -220,14 +242,31 @@ def avro_type_to_arrow(node: Any) -> tuple[pa.DataType, bool]:
     """The Arrow type of a resolved Avro type node.
 
     Returns:
-        ``(arrow_type, nullable)``: nullable when the node is a union with ``"null"``.
+        ``(arrow_type, nullable)``: nullable when the node is a union with ``"null"``. A
+        union of several non-null types is a struct of ``member<i>`` fields (or one
+        widened number), as in Spark's Avro reader.
 
     Raises:
         UnsupportedFormatError: a type with no Arrow equivalent.
     """
+    branches = several_branches(node)
+    if branches is not None:
+        return _union_of(branches), "null" in node
     inner, null_idx, _ = nullable_branch(node)
     nullable = null_idx is not None or inner == "null"
     return _arrow_of(inner), nullable
+
+
+def _union_of(branches: Sequence[Any]) -> pa.DataType:
+    """A union of several non-null types the way Spark's Avro reader maps it
+    (``SchemaConverters.toSqlType``): ``int``/``long`` and ``float``/``double`` widened,
+    any other union a struct with one nullable field per branch, ``member0``,
+    ``member1``, ... in union order (nulls left out), of which one is set."""
+    widened = widened_union(branches)
+    if widened is not None:
+        return widened
+    return pa.struct([pa.field(f"member{i}", _arrow_of(b), nullable=True)
+                      for i, b in enumerate(branches)])
 
 
 def _arrow_of(node: Any) -> pa.DataType:
@@ -269,7 +308,8 @@ def _field_of(field: Mapping[str, Any]) -> pa.Field:
 def avro_to_arrow(schema: str | Mapping[str, Any]) -> pa.Schema:
     """The Arrow schema of an Avro record schema (JSON text or parsed).
 
-    Unions ``["null", T]`` (either order) become nullable fields; decimals decimal128;
+    Unions ``["null", T]`` (either order) become nullable fields, unions of several types
+    what Spark's Avro reader makes of them (see :func:`avro_type_to_arrow`); decimals decimal128;
     ``date`` date32; ``timestamp-micros`` timestamp[us, UTC] (``local-timestamp-*``
     without a time zone); arrays lists of ``element``; maps string-keyed maps; enums and
     uuids strings; fixed fixed-size binary.

@@ -81,7 +81,8 @@ class RecordCodec:
             if n.id == node_id:
                 return path or "the record"
             for i, c in enumerate(n.children):
-                label = n.names[i] if n.kind == "struct" else ("key" if i == 0 else "value")
+                named = n.kind in ("struct", "union")
+                label = n.names[i] if named else ("key" if i == 0 else "value")
                 found = walk(c, f"{path}.{label}" if path else label)
                 if found:
                     return found

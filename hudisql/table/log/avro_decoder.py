@@ -12,7 +12,19 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from hudisql.table.log.avro_nodes import INT_KINDS, NESTED_KINDS, AvroDecodeError, Node
+from hudisql.table.log.avro_nodes import (
+    INT_KINDS,
+    NESTED_KINDS,
+    WIDENED,
+    AvroDecodeError,
+    Node,
+)
+
+#: How a "widened" union reads each of its primitive branches into local ``v``.
+_PRIMITIVE_READS = {
+    "float": "v = _uf(data, pos)[0]; pos += 4",
+    "double": "v = _ud(data, pos)[0]; pos += 8",
+}
 
 
 class DecoderSource:
@@ -38,7 +50,7 @@ class DecoderSource:
     def null(self, n: Node, ind: int) -> None:
         """Append a null (or a placeholder under a null parent) to node ``n``."""
         k = n.id
-        if n.kind == "struct":
+        if n.kind in ("struct", "union"):
             self.emit(ind, f"m{k}(False)")
             for c in n.children:
                 self.null(c, ind)
@@ -97,8 +109,39 @@ class DecoderSource:
         else:  # pragma: no cover - NodeBuilder only makes the kinds above
             raise AssertionError(kind)
 
+    def union(self, n: Node, ind: int) -> None:
+        """Decode a union of several types: its branch index, then that branch's value
+        into its member (the other members null), or the one widened value."""
+        k = n.id
+        self.read_long(ind, "u")
+        test = "if"
+        if n.kind == WIDENED:
+            for index, kind in n.branch_kinds:
+                self.emit(ind, f"{test} u == {index}:")
+                if kind in _PRIMITIVE_READS:
+                    self.emit(ind + 1, _PRIMITIVE_READS[kind])
+                else:  # int and long: the same zig-zag varint
+                    self.read_long(ind + 1, "v")
+                self.emit(ind + 1, f"a{k}(v)")
+                test = "elif"
+        else:
+            for member, index in enumerate(n.branches):
+                self.emit(ind, f"{test} u == {index}:")
+                for m, child in enumerate(n.children):
+                    (self.value if m == member else self.null)(child, ind + 1)
+                self.emit(ind + 1, f"m{k}(True)")
+                test = "elif"
+        if n.null_idx >= 0:
+            self.emit(ind, f"elif u == {n.null_idx}:")
+            self.null(n, ind + 1)
+        self.emit(ind, "else:")
+        self.emit(ind + 1, "_fail('union index ' + str(u))")
+
     def field(self, n: Node, ind: int) -> None:
         """Decode a value that may be a ``[null, T]`` union."""
+        if n.kind in ("union", WIDENED):
+            self.union(n, ind)
+            return
         if not n.nullable or n.null_idx < 0:
             self.value(n, ind)
             return
@@ -180,7 +223,7 @@ def _mask(validity: list[bool]) -> pa.Array | None:
 def build_array(n: Node, cols: dict[str, list[Any]]) -> pa.Array:
     """The Arrow array of node ``n`` from the lists a generated decoder filled."""
     k = n.id
-    if n.kind == "struct":
+    if n.kind in ("struct", "union"):
         children = [build_array(c, cols) for c in n.children]
         fields = list(n.arrow_type)
         return pa.StructArray.from_arrays(children, fields=fields, mask=_mask(cols[f"M{k}"]))

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from hudisql.table.log.avro_nodes import INT_KINDS, NESTED_KINDS, Node
+from hudisql.table.log.avro_nodes import INT_KINDS, NESTED_KINDS, WIDENED, Node
 
 
 class EncoderSource:
@@ -88,8 +88,38 @@ class EncoderSource:
             return f"not M{n.id}[{ix}]"
         return f"A{n.id}[{ix}] is None"
 
+    def union(self, n: Node, ix: str, ind: int) -> None:
+        """Encode a union of several types at row ``ix``: the branch of its first set
+        member (a widened value: the wider branch, long or double); null (or an error when
+        the union has no null) when none is set."""
+        k = n.id
+        test = "if"
+        if n.kind == WIDENED:
+            index, kind = max(n.branch_kinds, key=lambda b: b[1] in ("long", "double"))
+            self.emit(ind, f"if A{k}[{ix}] is not None:")
+            self.write_long(ind + 1, str(index))
+            if kind == "double":
+                self.emit(ind + 1, f"out += _pd(A{k}[{ix}])")
+            else:
+                self.write_long(ind + 1, f"A{k}[{ix}]")
+            test = "elif"
+        else:
+            for index, child in zip(n.branches, n.children, strict=True):
+                self.emit(ind, f"{test} M{k}[{ix}] and not ({self.is_null(child, ix)}):")
+                self.write_long(ind + 1, str(index))
+                self.value(child, ix, ind + 1)
+                test = "elif"
+        self.emit(ind, "else:")
+        if n.null_idx >= 0:
+            self.write_long(ind + 1, str(n.null_idx))
+        else:
+            self.emit(ind + 1, f"_null({k})")
+
     def field(self, n: Node, ix: str, ind: int) -> None:
         """Encode node ``n`` at row ``ix``, with its union branch when nullable."""
+        if n.kind in ("union", WIDENED):
+            self.union(n, ix, ind)
+            return
         if n.kind == "null":
             if n.nullable and n.null_idx >= 0:
                 self.emit(ind, f"out.append({2 * n.null_idx})")
@@ -130,7 +160,7 @@ def column_lists(n: Node, arr: pa.Array, out: list[Any]) -> None:
     """Append the Python lists the encoder reads for node ``n`` (in argument order)."""
     if n.kind in NESTED_KINDS:
         out.append(arr.is_valid().to_pylist() if arr.null_count else [True] * len(arr))
-    if n.kind == "struct":
+    if n.kind in ("struct", "union"):
         for i, c in enumerate(n.children):
             column_lists(c, arr.field(i), out)
         return

@@ -13,7 +13,13 @@ from typing import Any
 import pyarrow as pa
 
 from hudisql.errors import UnsupportedFormatError
-from hudisql.table.schema import avro_type_to_arrow, base_type, logical_type, nullable_branch
+from hudisql.table.schema import (
+    avro_type_to_arrow,
+    base_type,
+    logical_type,
+    nullable_branch,
+    several_branches,
+)
 
 INT32_BE = struct.Struct(">i")
 FLOAT32 = struct.Struct("<f")
@@ -21,8 +27,11 @@ FLOAT64 = struct.Struct("<d")
 
 #: Leaf kinds held as plain integers (dates, times and timestamps never become objects).
 INT_KINDS = frozenset({"int", "long", "date", "time-millis", "time-micros", "timestamp"})
-#: Node kinds that are containers rather than leaves.
-NESTED_KINDS = frozenset({"struct", "list", "map"})
+#: Node kinds that are containers rather than leaves ("union": a union of several types,
+#: a struct of one ``member<i>`` child per non-null branch).
+NESTED_KINDS = frozenset({"struct", "list", "map", "union"})
+#: The leaf kind of a union of int and long, or of float and double: one widened value.
+WIDENED = "widened"
 
 
 class AvroDecodeError(ValueError):
@@ -43,6 +52,10 @@ class Node:
     names: list[str] = field(default_factory=list)  # struct field names
     size: int = 0  # fixed size
     symbols: tuple[str, ...] = ()  # enum symbols
+    # A union of several types: the Avro branch index of each member child ("union"), or
+    # the branch index and primitive kind of each branch ("widened"); null_idx -1: no null.
+    branches: tuple[int, ...] = ()
+    branch_kinds: tuple[tuple[int, str], ...] = ()
 
 
 def read_long(data: bytes, pos: int) -> tuple[int, int]:
@@ -92,6 +105,8 @@ class NodeBuilder:
         Raises:
             UnsupportedFormatError: a type with no Arrow equivalent.
         """
+        if several_branches(avro) is not None:
+            return self._union(avro, path)
         inner, null_idx, value_idx = nullable_branch(avro)
         nullable = null_idx is not None
         arrow_type, _ = avro_type_to_arrow(avro)
@@ -117,6 +132,24 @@ class NodeBuilder:
             n.symbols = tuple(str(s) for s in inner["symbols"])
         elif kind == "null" and not nullable:
             n.nullable, n.null_idx, n.value_idx = True, -1, -1
+        return n
+
+    def _union(self, avro: list[Any], path: str) -> Node:
+        """The node of a union of several non-null types: a "union" node with a member
+        child per branch, or a "widened" leaf (int/long, float/double)."""
+        arrow_type, nullable = avro_type_to_arrow(avro)
+        branches = [i for i, b in enumerate(avro) if b != "null"]
+        kind = "union" if pa.types.is_struct(arrow_type) else WIDENED
+        n = Node(len(self.nodes), kind, arrow_type, nullable)
+        n.null_idx = avro.index("null") if nullable else -1
+        self.nodes.append(n)
+        if kind == WIDENED:
+            n.branch_kinds = tuple((i, base_type(avro[i])) for i in branches)
+            return n
+        n.branches = tuple(branches)
+        for member, i in enumerate(branches):
+            n.names.append(f"member{member}")
+            n.children.append(self.node(avro[i], f"{path}.member{member}"))
         return n
 
     @staticmethod
