@@ -50,7 +50,9 @@ def read_table(path: str, as_of: str | None = None, *, query_type: str = "snapsh
     """Read a Hudi table (meta columns included) in pure Python, without Spark.
 
     Args:
-        path: the table's base path (local path or ``scheme://`` URI).
+        path: the table's base path (local path or ``scheme://`` URI); a metadata table
+            (``<table>/.hoodie/metadata``) reads as its merged records, one row per key of
+            each built partition (:mod:`hudisql.metadata.table_rows`).
         as_of: an instant time (``yyyyMMddHHmmssSSS``); read the table as of that instant.
         query_type: Hudi's query types: ``snapshot`` (default), ``read_optimized`` (base
             files only, log files ignored) or ``incremental`` (the changes of
@@ -72,6 +74,13 @@ def read_table(path: str, as_of: str | None = None, *, query_type: str = "snapsh
 
     table = HudiTable.open(path)
     kind = query_type.strip().lower()
+    if table.properties.is_metadata_table:
+        from hudisql.metadata.table_rows import read_metadata_table, refuse_metadata_query
+
+        if kind != "snapshot" or as_of is not None:
+            refuse_metadata_query(table, f"query_type={query_type!r}" if kind != "snapshot"
+                                  else "time travel (as_of)")
+        return read_metadata_table(table)
     if kind == "snapshot":
         return table.read(as_of=as_of)
     if kind == "read_optimized":

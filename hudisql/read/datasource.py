@@ -128,7 +128,8 @@ class SliceInput(InputPartition):
     def __init__(self, file_slice: FileSlice | None, snapshot: str | None,
                  head: str | None, log_keys_only: bool = False,
                  commit_range: IncrementalRange | None = None,
-                 cdc: CdcUnit | None = None) -> None:
+                 cdc: CdcUnit | None = None,
+                 metadata_group: tuple[str, int] | None = None) -> None:
         super().__init__(file_slice)
         self.file_slice = file_slice
         self.snapshot = snapshot
@@ -140,6 +141,9 @@ class SliceInput(InputPartition):
         self.commit_range = commit_range
         #: A CDC query's unit of work (``file_slice`` is None then).
         self.cdc = cdc
+        #: A metadata table's (partition, file group index), read by its own merge
+        #: (:mod:`hudisql.metadata.table_rows`; ``file_slice`` is None then).
+        self.metadata_group = metadata_group
 
 
 @functools.lru_cache(maxsize=8)
@@ -163,12 +167,13 @@ class HudiReader(DataSourceReader):
         self._slices: list[FileSlice] | None = None
         self._range: IncrementalRange | None = None
         self._cdc_units: list[CdcUnit] = []
+        self._metadata_groups: list[tuple[str, int]] | None = None
 
     def __getstate__(self) -> dict[str, object]:
         # Spark pickles the reader into the read function before partitions(): the slice
         # list is planning state the read tasks never need.
         state = dict(self.__dict__)
-        state.update(_slices=None, _cdc_units=[])
+        state.update(_slices=None, _cdc_units=[], _metadata_groups=None)
         return state
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
@@ -186,6 +191,10 @@ class HudiReader(DataSourceReader):
             self._plan()
         slices = self._slices or []
         self._slices = None
+        if self._metadata_groups is not None:
+            groups, self._metadata_groups = self._metadata_groups, None
+            return [SliceInput(None, self.snapshot, self.head, metadata_group=g)
+                    for g in groups] or [SliceInput(None, self.snapshot, self.head)]
         if self._cdc_units:
             return [SliceInput(None, self.snapshot, self.head, cdc=unit)
                     for unit in self._cdc_units]
@@ -207,6 +216,9 @@ class HudiReader(DataSourceReader):
         table = _open_path(self.options.path)
         head = table.timeline.last_completed()
         self.head = head.timestamp if head is not None else None
+        if table.properties.is_metadata_table:
+            self._plan_metadata(table)
+            return table
         if self.options.query_type == INCREMENTAL:
             self._plan_incremental(table)
             return table
@@ -219,6 +231,23 @@ class HudiReader(DataSourceReader):
             self._slices = select_slices(table, self._slices, self.options.where,
                                          self.snapshot, self.options.data_skipping).kept
         return table
+
+    def _plan_metadata(self, table: HudiTable) -> None:
+        """A metadata table: one input partition per file group of its built partitions,
+        its latest snapshot only."""
+        from hudisql.metadata.table_rows import (
+            data_table_of,
+            metadata_file_groups,
+            refuse_metadata_query,
+        )
+
+        if self.options.query_type != "snapshot":
+            refuse_metadata_query(table, f"query type {self.options.query_type}")
+        if self.options.as_of is not None:
+            refuse_metadata_query(table, f"time travel (as.of.instant={self.options.as_of})")
+        self.snapshot = self.head
+        self._slices = []
+        self._metadata_groups = metadata_file_groups(data_table_of(table))
 
     def _plan_incremental(self, table: HudiTable) -> None:
         from hudisql.table.cdc import cdc_units
@@ -247,6 +276,14 @@ class HudiReader(DataSourceReader):
 
             changes = read_cdc_unit(_open_table(self.options.path, partition.head), partition.cdc)
             yield from conform(changes, target).to_batches(max_chunksize=BATCH_ROWS)
+            return
+        if partition.metadata_group is not None:
+            from hudisql.metadata.table_rows import data_table_of, file_group_rows
+
+            table = _open_table(self.options.path, partition.head)
+            name, index = partition.metadata_group
+            rows = file_group_rows(data_table_of(table), name, index, table.schema)
+            yield from conform(rows, target).to_batches(max_chunksize=BATCH_ROWS)
             return
         if partition.file_slice is None:
             return
@@ -341,6 +378,10 @@ class HudiDataSource(DataSource):
         """
         options = ReadOptions.parse(self.options, None)
         table = _open_path(options.path)
+        if table.properties.is_metadata_table and options.query_type == INCREMENTAL:
+            from hudisql.metadata.table_rows import refuse_metadata_query
+
+            refuse_metadata_query(table, "an incremental query")
         if options.query_type == INCREMENTAL:
             from hudisql.table.incremental import resolve_range
 

@@ -50,6 +50,8 @@ PAYLOAD_CLASS = "hoodie.compaction.payload.class"
 MERGE_MODE = "hoodie.record.merge.mode"
 #: The payload class under which the later write wins whatever the ordering values say.
 COMMIT_TIME_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+#: The payload class of a metadata table's records, which merge by Hudi's metadata rules.
+METADATA_PAYLOAD = "org.apache.hudi.metadata.HoodieMetadataPayload"
 #: The payload class under which the greatest ordering (precombine) value wins.
 EVENT_TIME_PAYLOAD = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
@@ -386,6 +388,12 @@ class TableProperties(Mapping[str, str]):
     def is_mor(self) -> bool:
         """True for a merge-on-read table."""
         return self.table_type == MERGE_ON_READ
+
+    @property
+    def is_metadata_table(self) -> bool:
+        """True for a metadata table (``.hoodie/metadata``): its records merge by Hudi's
+        metadata payload, which only :mod:`hudisql.metadata` implements."""
+        return self._values.get(PAYLOAD_CLASS) == METADATA_PAYLOAD
 
     @property
     def version(self) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from hudisql.errors import CorruptTableError, HudiSqlError
+from hudisql.errors import CorruptTableError, HudiSqlError, UnsupportedFormatError
 from hudisql.table.fsview import FileSlice, FileSystemView
 from hudisql.table.fsview import base_files_only as base_files_only_view
 from hudisql.table.instant import Instant
@@ -225,7 +225,14 @@ class HudiTable:
         Raises:
             HudiSqlError: ``as_of`` is malformed or a column is not in the table.
             CorruptTableError: the table's schema cannot be found.
+            UnsupportedFormatError: a metadata table, whose records merge by Hudi's metadata
+                payload (read it with ``hudisql.read_table``).
         """
+        if self.properties.is_metadata_table:
+            raise UnsupportedFormatError(
+                f"{self.base_path} is a metadata table: its records merge by Hudi's metadata "
+                "payload, not by record key; read it with hudisql.read_table(path) or "
+                "spark.read.format('hudi').load(path)")
         as_of = normalize_as_of(as_of)
         schema = self.schema_as_of(as_of)
         if columns is not None:
