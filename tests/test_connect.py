@@ -79,7 +79,7 @@ def test_statements_run_on_a_spark_connect_session(tmp_path: Path) -> None:
     assert done.returncode == 0 and lines, done.stderr[-4000:]
     seen = json.loads(lines[0][len("SEEN "):])
     assert seen["connect"] is True
-    assert seen["indexes"] == [["record_index", "built"], ["secondary_index_idx_rider", "built"]]
+    assert seen["indexes"] == [["idx_rider", "built"], ["record_index", "built"]]
     assert seen["by_rider"] == [["c", 33.0]]
     assert {"deltacommit", "indexing", "logcompaction"} <= set(seen["actions"])
     assert seen["log_compacted"] and seen["valid"] == []

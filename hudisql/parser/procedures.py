@@ -20,6 +20,7 @@ from hudisql.parser.commands import (
     RunIndexer,
     ShowCommits,
     ShowDataSkipping,
+    ShowIndexes,
     ShowLogBlocks,
     ShowMetadataTable,
     ShowTimeline,
@@ -204,6 +205,10 @@ def _build_show_mdt(what: str) -> t.Callable[[HudiParser, dict[str, Argument], T
     return build
 
 
+def _build_show_indexes(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
+    return ShowIndexes(_table(p, args["table"]))
+
+
 def _build_validate_mdt(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
     return ValidateMetadataTable(_table(p, args["table"]))
 
@@ -266,6 +271,7 @@ PROCEDURES: dict[str, Procedure] = {
                   _build_show_mdt("column_stats")),
         Procedure("validate_metadata_table", (Parameter("table", str, True),),
                   _build_validate_mdt),
+        Procedure("show_indexes", (Parameter("table", str, True),), _build_show_indexes),
         Procedure("show_data_skipping",
                   (Parameter("table", str), Parameter("path", str),
                    Parameter("filter", str, required=True), Parameter("as_of", str)),

@@ -60,21 +60,26 @@ INDEX_NAME_OPTION = "hudisql.index.name"
 class IndexInfo:
     """One index as SHOW INDEXES lists it.
 
-    ``name`` is its metadata partition (``secondary_index_idx_rider``); ``index_type`` the
-    type (``secondary_index``, ``column_stats``, ...); ``columns`` the indexed columns;
-    ``state`` is ``built`` or ``building`` (readers use only built ones).
+    ``name`` is the name CREATE INDEX gave it (``idx_rider``; an index built by
+    ``run_indexer`` without one: its partition, ``column_stats``); ``index_type`` the type
+    (``secondary_index``, ``column_stats``, ...); ``columns`` the indexed columns;
+    ``state`` is ``built`` or ``building`` (readers use only built ones); ``partition`` its
+    metadata partition (``secondary_index_idx_rider``).
     """
 
     name: str
     index_type: str
     columns: tuple[str, ...]
     state: str
+    partition: str = ""
     #: Every name the index answers to (its partition, the name CREATE INDEX gave it).
     names: frozenset[str] = field(default=frozenset(), compare=False)
 
-    def as_row(self) -> tuple[str, str, str, str]:
-        """(index_name, index_type, col_name, state): SHOW INDEXES' columns."""
-        return (self.name, self.index_type, ",".join(self.columns), self.state)
+    def as_row(self) -> tuple[str, str, str, str, str]:
+        """(index_name, index_type, col_name, state, metadata_partition): SHOW INDEXES'
+        columns."""
+        return (self.name, self.index_type, ",".join(self.columns), self.state,
+                self.partition or self.name)
 
 
 @dataclass
@@ -250,7 +255,7 @@ class TableIndexes:
     def _existing_name(self, table: HudiTable, name: str, partition: str) -> IndexInfo | None:
         """The existing index (built or building) ``name`` would clash with."""
         for info in self._infos(table, hide_files=False):
-            if info.name == partition or name in info.names:
+            if info.partition == partition or name in info.names:
                 return info
         return None
 
@@ -272,23 +277,23 @@ class TableIndexes:
             if hide_files and partition == "files":
                 continue
             definition = definitions.get(partition)
-            names = {partition, _short_name(partition)}
+            given = _short_name(partition)
             if definition is not None:
-                given = definition.index_options.get(INDEX_NAME_OPTION)
-                names |= {given} if given else set()
-                infos.append(IndexInfo(partition, definition.index_type,
-                                       tuple(definition.source_fields), state,
-                                       frozenset(names)))
+                given = definition.index_options.get(INDEX_NAME_OPTION) or given
+                infos.append(IndexInfo(given, definition.index_type,
+                                       tuple(definition.source_fields), state, partition,
+                                       frozenset({partition, given})))
             else:
-                infos.append(IndexInfo(partition, partition, (), state, frozenset(names)))
+                infos.append(IndexInfo(given, partition, (), state, partition,
+                                       frozenset({partition, given})))
         return infos
 
     # ------------------------------------------------------------------ drop / refresh
 
     def _partition_of(self, table: HudiTable, name: str) -> str | None:
         infos = self._infos(table, hide_files=True)
-        exact = [i.name for i in infos if i.name == name]
-        given = [i.name for i in infos if name in i.names]
+        exact = [i.partition for i in infos if i.partition == name]
+        given = [i.partition for i in infos if name in i.names]
         found = exact or given
         return found[0] if found else None
 

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from hudisql.sql.router import StatementContext
 
 SHOW_INDEXES_COLUMNS = (("index_name", "STRING"), ("index_type", "STRING"),
-                        ("col_name", "STRING"), ("state", "STRING"))
+                        ("col_name", "STRING"), ("state", "STRING"),
+                        ("metadata_partition", "STRING"))
 RESULT_COLUMNS = (("result", "BOOLEAN"), ("instant_time", "STRING"))
 
 

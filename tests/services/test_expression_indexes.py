@@ -56,9 +56,9 @@ def test_create_show_and_the_records_hudi_lays_out(session: HudiSession) -> None
     for statement in EXPRESSIONS:
         assert session.sql(statement).collect()[0].result is True
     shown = sorted(tuple(r) for r in session.sql("SHOW INDEXES IN trips").collect())
-    assert shown == [("bloom_filters", "bloom_filters", "uuid", "built"),
-                     (DAY, "column_stats", "ts", "built"),
-                     (LOWER, "bloom_filters", "rider", "built")]
+    assert shown == [("idx_day", "column_stats", "ts", "built", DAY),
+                     ("idx_keys", "bloom_filters", "uuid", "built", "bloom_filters"),
+                     ("idx_lower", "bloom_filters", "rider", "built", LOWER)]
     table = HudiTable.open(handle.path)
     assert sorted(table.properties.metadata_partitions) == ALL
     # index.json as Hudi 1.x writes it: the function is ``expr``, the options kept whole.

@@ -40,8 +40,8 @@ def test_create_index_builds_a_secondary_index_with_its_record_index(
     result = session.sql("CREATE INDEX idx_rider ON trips (rider)").collect()
     assert result == [Row(result=True, instant_time=None)]
     assert _indexes(session) == [
-        ("record_index", "record_index", "", "built"),
-        ("secondary_index_idx_rider", "secondary_index", "rider", "built"),
+        ("idx_rider", "secondary_index", "rider", "built", "secondary_index_idx_rider"),
+        ("record_index", "record_index", "", "built", "record_index"),
     ]
     table = HudiTable.open(handle.path)
     assert table.properties.metadata_partitions == [
@@ -107,7 +107,8 @@ def test_python_api_behind_every_statement(session: HudiSession) -> None:
     indexes = handle.indexes
     assert indexes.create("stats", ["fare", "ts"], using="column_stats") is not None
     assert indexes.create("stats", ["fare"], using="column_stats", if_not_exists=True) is None
-    assert [(i.name, i.columns) for i in indexes.list()] == [("column_stats", ("fare", "ts"))]
+    assert [(i.name, i.columns, i.partition) for i in indexes.list()] == [
+        ("stats", ("fare", "ts"), "column_stats")]
     assert indexes.refresh("stats") is not None
     assert_exact(handle.path)
     assert indexes.drop("stats") is True
@@ -115,6 +116,32 @@ def test_python_api_behind_every_statement(session: HudiSession) -> None:
     assert indexes.list() == []
     table = HudiTable.open(handle.path)
     assert table.properties.metadata_partitions == ["files"]
+
+
+def test_indexes_are_listed_by_the_names_create_index_gave(session: HudiSession) -> None:
+    trips(session)
+    session.sql("CREATE INDEX fare_stats ON trips USING column_stats (fare)")
+    session.sql("CREATE INDEX keys_bloom ON trips USING bloom_filters (uuid)")
+    session.sql("CREATE INDEX idx_rider ON trips (rider)")
+    session.sql("CALL run_indexer(table => 'trips', mode => 'scheduleAndExecute', "
+                "index_types => 'PARTITION_STATS')")
+    listed = [
+        ("fare_stats", "column_stats", "fare", "built", "column_stats"),
+        ("idx_rider", "secondary_index", "rider", "built", "secondary_index_idx_rider"),
+        ("keys_bloom", "bloom_filters", "uuid", "built", "bloom_filters"),
+        ("partition_stats", "partition_stats", "", "built", "partition_stats"),
+        ("record_index", "record_index", "", "built", "record_index"),
+    ]
+    assert sorted(_indexes(session)) == listed
+    shown = session.sql("CALL show_indexes(table => 'trips')")
+    assert shown.columns == ["index_name", "index_type", "col_name", "state",
+                             "metadata_partition"]
+    assert sorted(tuple(r) for r in shown.collect()) == listed
+    # DROP INDEX takes the name as given (and the partition, as before).
+    session.sql("DROP INDEX fare_stats ON trips")
+    session.sql("DROP INDEX secondary_index_idx_rider ON trips")
+    assert [r[0] for r in sorted(_indexes(session))] == [
+        "keys_bloom", "partition_stats", "record_index"]
 
 
 def test_refresh_rebuilds_and_drop_removes(session: HudiSession) -> None:
