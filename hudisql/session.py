@@ -43,11 +43,18 @@ if TYPE_CHECKING:
     from hudisql.write.dml import DmlResult, DmlTable, MergeBuilder, Value
     from hudisql.write.pipeline import WriteResult
 
-#: Runtime SQL settings every hudisql session needs (settable on a running session too).
+#: Runtime SQL settings every hudisql session needs, also a user's own session that
+#: ``connect(spark)`` extends (the only setting it changes there; README, "Your session").
 SESSION_SQL_CONF: dict[str, str] = {
-    # The hudi data source prunes file slices by the filters Spark pushes to it.
+    # Spark hands the hudi data source the filters it pushes only with this on; a query
+    # that pushes one re-plans its relation (and so reads the latest snapshot).
     "spark.sql.python.filterPushdown.enabled": "true",
-    # Instant times are UTC; timestamps shown in SHOW TIMELINE and reads must agree.
+}
+
+#: Runtime SQL settings of a session hudisql starts (``conf`` may override them). A user's
+#: own session keeps its time zone: instant times are UTC whatever it is.
+STARTED_SESSION_CONF: dict[str, str] = {
+    # Timestamps display as UTC, as instant times (SHOW TIMELINE) are written.
     "spark.sql.session.timeZone": "UTC",
 }
 
@@ -209,8 +216,11 @@ def connect(
     """Start a local SparkSession configured for hudisql, or extend ``spark``.
 
     Args:
-        spark: an existing SparkSession to extend; when None a local one (``local[2]``
-            unless ``conf`` sets ``spark.master``) is started or the active one reused.
+        spark: an existing SparkSession to extend (its settings are kept but
+            ``spark.sql.python.filterPushdown.enabled=true``; its time zone is the user's);
+            when None a local one (``local[2]`` unless ``conf`` sets ``spark.master``, time
+            zone UTC unless ``conf`` sets ``spark.sql.session.timeZone``) is started or the
+            active one reused.
         warehouse: the directory of managed tables (default ``./spark-warehouse``).
         conf: extra settings: ``spark.*`` keys go to Spark, ``hoodie.*``/``hudisql.*``
             keys become the session's default write and read options
@@ -227,6 +237,14 @@ def connect(
     conf = dict(conf or {})
     hudi_options = {k: v for k, v in conf.items() if k.startswith(HUDI_OPTION_PREFIXES)}
     spark_conf = {k: v for k, v in conf.items() if not k.startswith(HUDI_OPTION_PREFIXES)}
+    reused = False
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        # A session already running is the user's: extended, its settings left as they are
+        # (settings fixed at its start are not asked of it, as getOrCreate would ignore them).
+        spark = SparkSession.getActiveSession()
+        reused = spark is not None
     if spark is None:
         from pyspark.sql import SparkSession
 
@@ -234,7 +252,8 @@ def connect(
         _prepare_worker_environment()
         builder = SparkSession.builder.appName(spark_conf.pop("spark.app.name", "hudisql"))
         builder = builder.master(spark_conf.pop("spark.master", "local[2]"))
-        settings = {**STARTUP_CONF, "spark.sql.warehouse.dir": warehouse_dir, **SESSION_SQL_CONF}
+        settings = {**STARTUP_CONF, "spark.sql.warehouse.dir": warehouse_dir, **SESSION_SQL_CONF,
+                    **STARTED_SESSION_CONF}
         for key, value in {**settings, **spark_conf}.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
@@ -242,8 +261,11 @@ def connect(
     else:
         configured = (spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")
         warehouse_dir = os.path.abspath(warehouse or configured.removeprefix("file:"))
+        # A user's session: only what hudisql cannot work without (and what ``conf`` asks).
         for key, value in {**SESSION_SQL_CONF, **spark_conf}.items():
-            spark.conf.set(key, value)
+            if spark.conf.get(key, None) != value and not (
+                    reused and not spark.conf.isModifiable(key)):
+                spark.conf.set(key, value)
     _ship_package(spark)
     register_data_source(spark)
     from hudisql.sql import SqlRouter

@@ -9,7 +9,8 @@ statement reaches Spark, each is rewritten in its original text, nothing else ch
   ``FOR SYSTEM_VERSION AS OF``) becomes a DataFrame of
   ``spark.read.format("hudi").option("as.of.instant", ...)`` on the table's location,
   aliased as the table's name unless the statement gives an alias. The literal is an
-  instant (``yyyyMMddHHmmssSSS``) or a time (``'yyyy-MM-dd HH:mm:ss[.SSS]'``), checked
+  instant (``yyyyMMddHHmmssSSS``, UTC) or a time (``'yyyy-MM-dd HH:mm:ss[.SSS]'``, read
+  in the session's time zone as Spark reads a timestamp literal, then in UTC), checked
   against the timeline first. Not Spark's options clause (``t WITH ('as.of.instant' =
   ...)``): Spark resolves every reference to one catalog table in a query to the same
   relation, so a self-join of a table with its past would read one version twice.
@@ -27,9 +28,11 @@ Names of tables that are not hudi tables are left alone: Spark decides about the
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlglot.tokenizer_core import Token, TokenType
 
@@ -60,6 +63,10 @@ if TYPE_CHECKING:
 TABLE_CHANGES = "hudi_table_changes"
 _NAME = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
 _LITERAL = frozenset({TokenType.STRING, TokenType.NUMBER})
+#: The session's time zone, in which a time travel literal's time is read.
+SESSION_TIME_ZONE = "spark.sql.session.timeZone"
+_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:[ T](\d{2}:\d{2}:\d{2})(?:\.(\d{1,3}))?)?$")
+_OFFSET = re.compile(r"^(?:GMT|UTC)?([+-])(\d{1,2})(?::?(\d{2}))?$")
 _TEMPORAL = frozenset({"TIMESTAMP", "VERSION"})
 _SYSTEM = frozenset({"SYSTEM_TIME", "SYSTEM_VERSION"})
 #: Statements without these words are handed on without tokenizing them.
@@ -153,7 +160,8 @@ def _time_travel(ctx: StatementContext, text: str, tokens: list[Token], i: int,
 
     literal = tokens[of + 1]
     try:
-        instant = check_time_travel(_open(entry.location), literal.text, clause)
+        given = in_utc(literal.text, ctx.spark.conf.get(SESSION_TIME_ZONE, None))
+        instant = check_time_travel(_open(entry.location), given, clause)
     except ReadOptionError as exc:
         raise ReadOptionError(f"{_where(ctx, text, literal.start)}: {exc}") from exc
     table = _open(entry.location)
@@ -163,6 +171,40 @@ def _time_travel(ctx: StatementContext, text: str, tokens: list[Token], i: int,
                                        or follows.token_type in _NAME)
     alias = "" if aliased else f" AS {quote_identifier(name.parts[-1])}"
     return _Edit(tokens[first].start, literal.end, view + alias)
+
+
+def in_utc(text: str, zone: str | None) -> str:
+    """A time travel literal with its time (``yyyy-MM-dd[ HH:mm:ss[.SSS]]``) read in the
+    session's time zone ``zone``, as Spark reads a timestamp literal, and written in UTC,
+    the zone of instant times; an instant (digits) or a time in a UTC session as given.
+
+    Raises:
+        ReadOptionError: a time in a session whose zone hudisql cannot read.
+    """
+    found = _TIME.match(text.strip())
+    if found is None or zone is None or zone.strip().upper() in ("UTC", "Z", "GMT", "+00:00"):
+        return text
+    day, clock, millis = found.groups()
+    try:
+        local = dt.datetime.fromisoformat(f"{day} {clock or '00:00:00'}.{millis or '0'}")
+        moment = local.replace(tzinfo=_zone(zone)).astimezone(dt.UTC)
+    except (ValueError, ZoneInfoNotFoundError) as exc:
+        raise ReadOptionError(
+            f"time {text!r}: the session's time zone {zone!r} is not one hudisql reads; give "
+            "the instant (yyyyMMddHHmmssSSS, UTC, as SHOW TIMELINE lists it)") from exc
+    # A time to the second means its whole second, a day its start (normalize_as_of).
+    ms = "" if millis is None and clock is not None else f".{moment.microsecond // 1000:03d}"
+    return moment.strftime("%Y-%m-%d %H:%M:%S") + ms
+
+
+def _zone(zone: str) -> dt.tzinfo:
+    """A Spark session time zone: a region (``America/Los_Angeles``) or an offset."""
+    offset = _OFFSET.match(zone.strip())
+    if offset is None:
+        return ZoneInfo(zone.strip())
+    sign, hours, minutes = offset.groups()
+    delta = dt.timedelta(hours=int(hours), minutes=int(minutes or 0))
+    return dt.timezone(-delta if sign == "-" else delta)
 
 
 def _table_changes(ctx: StatementContext, text: str, tokens: list[Token], i: int,
