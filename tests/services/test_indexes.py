@@ -40,8 +40,8 @@ def test_create_index_builds_a_secondary_index_with_its_record_index(
     result = session.sql("CREATE INDEX idx_rider ON trips (rider)").collect()
     assert result == [Row(result=True, instant_time=None)]
     assert _indexes(session) == [
-        ("idx_rider", "secondary_index", "rider", "built", "secondary_index_idx_rider"),
         ("record_index", "record_index", "", "built", "record_index"),
+        ("idx_rider", "secondary_index", "rider", "built", "secondary_index_idx_rider"),
     ]
     table = HudiTable.open(handle.path)
     assert table.properties.metadata_partitions == [
@@ -167,7 +167,7 @@ BAD_INPUT: list[tuple[str, type[HudiSqlError], tuple[str, ...]]] = [
      ("line 1, column 33", "index idx on table trips", "unknown index type 'hash'")),
     ("CREATE INDEX idx_fare ON trips (rider)", IndexExistsError,
      ("CREATE INDEX idx_fare", "index idx_fare on table trips",
-      "has index secondary_index_idx_fare already")),
+      "has index idx_fare already")),
     ("CREATE INDEX idx_fare ON trips USING column_stats (fare)", IndexExistsError,
      ("index idx_fare on table trips", "already")),
     ("CREATE INDEX record_index ON trips (uuid)", IndexExistsError,
