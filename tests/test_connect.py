@@ -77,6 +77,8 @@ def test_statements_run_on_a_spark_connect_session(tmp_path: Path) -> None:
                           timeout=600, cwd=tmp_path)
     lines = [line for line in done.stdout.splitlines() if line.startswith("SEEN ")]
     assert done.returncode == 0 and lines, done.stderr[-4000:]
+    # Quiet success (issue 26): the client and its in-process server log no ERROR.
+    assert [line[:300] for line in done.stderr.splitlines() if "ERROR" in line] == []
     seen = json.loads(lines[0][len("SEEN "):])
     assert seen["connect"] is True
     assert seen["indexes"] == [["idx_rider", "built"], ["record_index", "built"]]

@@ -18,6 +18,10 @@ def test_demo_runs_end_to_end_and_shows_the_merged_rows(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
+    # Quiet success (issue 26): no ERROR log line and no stack trace, on either stream.
+    noisy = [line[:300] for line in (out + result.stderr).splitlines()
+             if "ERROR" in line or "Exception" in line]
+    assert noisy == []
     assert "|9909a8b1|rider-D|driver-L|25.0 |san_francisco|" in out  # the update applied
     assert "rider-G" not in out.split("through the hudi Spark data source", 1)[1]  # deleted
     assert "the hudi (hudi-rs) reader reads the same table: 5 rows" in out

@@ -2,8 +2,9 @@
 
 Each notebook runs in its own IPython kernel (this interpreter: the project's venv), with
 its own Spark, in a temporary working directory; any cell error fails the test, and so does
-a ``%%hudisql`` cell that renders an error unless the cell is tagged ``expect-error``. Then
-the figures the notebook prints are checked. Committed notebooks carry no outputs.
+a ``%%hudisql`` cell that renders an error, or a cell whose output has an ``ERROR`` or
+``Exception`` line, unless the cell is tagged ``expect-error``. Then the figures the
+notebook prints are checked. Committed notebooks carry no outputs.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ def run(name: str, workdir: Path) -> list[nbformat.NotebookNode]:
         if "expect-error" not in cell.metadata.get("tags", []):
             assert 'class="hudisql-error"' not in outputs(cell), (
                 f"{name}: a cell failed:\n{cell.source}\n{outputs(cell)}")
+            # Quiet success (issue 26): no ERROR log line and no stack trace either.
+            noisy = [line[:300] for line in outputs(cell).splitlines()
+                     if "ERROR" in line or "Exception" in line]
+            assert noisy == [], f"{name}: a cell that succeeded logged:\n{cell.source}\n{noisy}"
     return cells
 
 
