@@ -8,8 +8,8 @@ computes the same function in Arrow. Only the functions (and input types) for wh
 gives Spark's answer value for value are built; the others of Hudi's list are refused with a
 clear error (:data:`UNSUPPORTED_FUNCTIONS`).
 
-Time zone: Spark evaluates time functions in the session time zone; hudisql sessions set
-``spark.sql.session.timeZone=UTC`` and these functions compute in UTC.
+Time zone: Spark evaluates time functions in the session time zone; these functions
+compute in UTC (the zone of the sessions hudisql starts) whatever a session's zone is.
 
 Formats (option ``format``) are Spark's (Java ``DateTimeFormatter``) patterns made of
 ``yyyy yy MM dd HH mm ss``, quoted text (``'T'``) and punctuation.
