@@ -72,9 +72,9 @@ def test_two_writers_racing_for_one_instant_file_one_wins(bucket: str) -> None:
 
 
 def test_the_file_lock_refuses_an_object_store_table(bucket: str) -> None:
-    with pytest.raises(LockError, match=r"hoodie.write.lock.provider=catalog"):
-        with FileLockProvider().lock(f"s3://{bucket}/t", 1.0):
-            pass
+    with (pytest.raises(LockError, match=r"hoodie.write.lock.provider=catalog"),
+          FileLockProvider().lock(f"s3://{bucket}/t", 1.0)):
+        pass
     table = create_table(f"s3://{bucket}/filelock", "filelock", SCHEMA, "id")
     client = WriteClient(table, options={LOCK_PROVIDER: "file"})
     with pytest.raises(LockError, match="object store"):

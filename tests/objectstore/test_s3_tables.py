@@ -8,6 +8,12 @@ module to about a minute: every statement is a Spark job writing to the server.
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,8 +23,10 @@ import pyarrow as pa
 import pytest
 
 import hudisql
+from hudisql.errors import HudiSqlError, StorageLocationError
 from hudisql.table.table import HudiTable
-from tests.objectstore.conftest import HUDI_RS_OPTIONS, S3Server, new_bucket
+from hudisql.txn.heartbeat import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES, is_abandoned
+from tests.objectstore.conftest import HUDI_RS_OPTIONS, SECRET, S3Server, new_bucket
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -35,7 +43,9 @@ def bucket(s3_server: S3Server) -> str:
 def session(spark: Any, bucket: str, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[hudisql.HudiSession]:
     catalog = tmp_path_factory.mktemp("s3catalog") / "catalog.db"
-    hs = hudisql.connect(spark, warehouse=f"s3://{bucket}/wh", catalog=f"sqlite:///{catalog}")
+    # Short heartbeats: the killed writer's instant is abandoned a second after it dies.
+    hs = hudisql.connect(spark, warehouse=f"s3://{bucket}/wh", catalog=f"sqlite:///{catalog}",
+                         conf={HEARTBEAT_INTERVAL_MS: "500", HEARTBEAT_TOLERABLE_MISSES: "2"})
     yield hs
     hs.close()
 
@@ -145,3 +155,100 @@ def test_nothing_is_written_under_the_working_directory(
     assert [p.name for p in catalogs if p.suffix == ".db"] == [f"s3-{bucket}-wh.db"]
     assert any("local SQLite file" in r.getMessage() for r in caplog.records)
     assert "wh/t/.hoodie/hoodie.properties" in s3_server.keys(bucket)
+
+
+@pytest.mark.parametrize("location", ["s3://no-such-bucket-hudisql/t", "nosuchfs://b/t"])
+def test_a_bad_location_leaves_no_catalog_entry(session: hudisql.HudiSession,
+                                                location: str) -> None:
+    with pytest.raises(StorageLocationError, match=location.split("/")[2]):
+        session.sql(f"CREATE TABLE bad (id INT) USING hudi LOCATION '{location}' "
+                    "TBLPROPERTIES (primaryKey = 'id')")
+    assert "bad" not in [t.table for t in session.catalog.list_tables("default")]
+
+
+_KILLED_WRITER = """
+import sys
+import pyarrow as pa
+from hudisql.table.table import HudiTable
+from hudisql.txn.writer import WriteClient
+
+def hook(event, detail):
+    if event == "file":  # a data file is written, the instant is inflight: wait to be killed
+        print("written", flush=True)
+        sys.stdin.read()
+
+options = {"hoodie.write.lock.provider": "catalog", "hudisql.catalog.url": sys.argv[2],
+           "hoodie.client.heartbeat.interval_in_ms": "500"}
+client = WriteClient(HudiTable.open(sys.argv[1]), on_step=hook, options=options)
+client.insert(pa.table({"id": pa.array([9], pa.int32()), "v": [9.0], "city": ["ny"]}))
+"""
+
+
+def test_a_writer_killed_mid_commit_is_rolled_back_by_the_next(
+        session: hudisql.HudiSession, bucket: str, s3_server: S3Server) -> None:
+    location = f"s3://{bucket}/external/killed"
+    session.sql("CREATE TABLE killed (id INT, v DOUBLE, city STRING) USING hudi "
+                f"PARTITIONED BY (city) LOCATION '{location}' "
+                "TBLPROPERTIES (primaryKey = 'id', type = 'mor')")
+    session.sql("INSERT INTO killed VALUES (1, 1.0, 'sf')")
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, location, session.catalog.uri],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "written"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(30)
+    table = HudiTable.open(location)
+    dead = [i for i in table.timeline.instants if not i.is_completed]
+    assert len(dead) == 1
+    def ny_files() -> list[str]:  # its data files (partition metadata stays, as in Hudi)
+        return [k for k in s3_server.keys(bucket, "external/killed/city=ny/")
+                if not k.endswith(("/", ".hoodie_partition_metadata"))]
+
+    assert ny_files()
+    deadline = time.monotonic() + 30  # its heartbeat stops: abandoned after two misses
+    while not is_abandoned(table.storage, dead[0].timestamp, 0.5, 2):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+
+    session.sql("INSERT INTO killed VALUES (2, 2.0, 'la')")
+    timeline = HudiTable.open(location).timeline
+    assert not any(i.timestamp == dead[0].timestamp for i in timeline.instants)
+    assert any(i.action == "rollback" and i.is_completed for i in timeline.instants)
+    assert ny_files() == []
+    want = {1: (1.0, "sf"), 2: (2.0, "la")}
+    assert rows(session.sql("SELECT id, v, city FROM killed")) == want
+    assert arrow_rows(pa.Table.from_batches(
+        hudi.HudiTable(location, options=HUDI_RS_OPTIONS).read())) == want
+
+
+def test_credentials_appear_nowhere(session: hudisql.HudiSession, bucket: str,
+                                    s3_server: S3Server, caplog: pytest.LogCaptureFixture,
+                                    capfd: pytest.CaptureFixture[str]) -> None:
+    """The secret of the environment and one given in a location: not in any object the
+    tables wrote, the catalog database, SHOW / DESCRIBE output, errors or logs."""
+    caplog.set_level(logging.DEBUG)
+    shown = []
+    for statement in ("SHOW TIMELINE trips_mor", "DESCRIBE TABLE EXTENDED trips_cow",
+                      "SHOW TBLPROPERTIES trips_mor", "SHOW TABLES",
+                      "CALL show_commits(table => 'trips_mor')"):
+        shown.extend(str(row) for row in session.sql(statement).collect())
+    with pytest.raises(HudiSqlError) as refused:
+        session.sql("CREATE TABLE leak (id INT) USING hudi "
+                    f"LOCATION 's3://{bucket}/leak?secret_key={SECRET}' "
+                    "TBLPROPERTIES (primaryKey = 'id')")
+    client = s3_server.client()
+    stored = b"".join(client.get_object(Bucket=bucket, Key=key)["Body"].read()
+                      for key in s3_server.keys(bucket))
+    catalog = Path(session.catalog.uri.removeprefix("sqlite:///"))
+    files = b"".join(p.read_bytes() for p in catalog.parent.glob(catalog.name + "*"))
+    out, err = capfd.readouterr()
+    secret = SECRET.encode()
+    assert stored and secret not in stored
+    assert secret not in files
+    assert SECRET not in "\n".join(shown)
+    assert SECRET not in str(refused.value)
+    assert SECRET not in caplog.text
+    assert SECRET not in out + err
