@@ -227,6 +227,9 @@ def connect(
     conf = dict(conf or {})
     hudi_options = {k: v for k, v in conf.items() if k.startswith(HUDI_OPTION_PREFIXES)}
     spark_conf = {k: v for k, v in conf.items() if not k.startswith(HUDI_OPTION_PREFIXES)}
+    from hudisql.table.storage_env import apply_hadoop_options
+
+    apply_hadoop_options(spark_conf)  # before Spark starts: its executors inherit them
     if spark is None:
         from pyspark.sql import SparkSession
 

@@ -5,6 +5,7 @@ with the catalog's lock both commit; bad locations are refused before anything i
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from hudisql.catalog.lock import CATALOG_URL_OPTION
 from hudisql.errors import InstantExistsError, LockError, StorageLocationError
 from hudisql.table.locations import check_location, join_location, redact
 from hudisql.table.storage import Storage
+from hudisql.table.storage_env import apply_hadoop_options
 from hudisql.table.table import HudiTable
 from hudisql.txn.lock import LOCK_PROVIDER, FileLockProvider
 from hudisql.txn.writer import WriteClient, create_table
@@ -128,3 +130,19 @@ def test_locations_keep_their_scheme() -> None:
     assert join_location("s3://b/wh/?region=x", "t") == "s3://b/wh/t?region=x"
     assert redact("s3://b/t?secret_key=abc&region=x") == "s3://b/t?secret_key=***&region=x"
     assert redact("abfs://user:pw@c/t") == "abfs://user:***@c/t"
+
+
+def test_hadoop_s3a_options_become_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    applied = apply_hadoop_options({
+        "spark.hadoop.fs.s3a.endpoint": "127.0.0.1:9000",
+        "spark.hadoop.fs.s3a.connection.ssl.enabled": "false",
+        "spark.hadoop.fs.s3a.access.key": "AK", "spark.hadoop.fs.s3a.secret.key": "SK",
+        "spark.master": "local[1]"})
+    assert applied == ["AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
+    assert os.environ["AWS_ENDPOINT_URL"] == "http://127.0.0.1:9000"
+    assert os.environ["AWS_SECRET_ACCESS_KEY"] == "SK"
+    with pytest.raises(StorageLocationError, match="AWS_ACCESS_KEY_ID") as info:
+        apply_hadoop_options({"spark.hadoop.fs.s3a.access.key": "OTHER"})
+    assert "OTHER" not in str(info.value) and "AK" not in str(info.value)
