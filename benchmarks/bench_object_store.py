@@ -27,7 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-_LINE = re.compile(r'"(GET|HEAD|PUT|POST|DELETE) (\S+) HTTP/')
+#: A request line of the server's log (werkzeug colours some: no quote right before it).
+_LINE = re.compile(r'(GET|HEAD|PUT|POST|DELETE) (\S+) HTTP/')
 
 
 def _start_moto(log: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -61,13 +62,16 @@ class RequestLog:
         time.sleep(0.3)  # let the server write the lines of requests already answered
         self.offset = self.path.stat().st_size
 
-    def count(self) -> collections.Counter[str]:
-        """Requests logged since the last mark, by kind."""
+    def count(self, keep: Path | None = None) -> collections.Counter[str]:
+        """Requests logged since the last mark, by kind (their lines copied to ``keep``)."""
         time.sleep(0.3)
         with open(self.path, "rb") as f:
             f.seek(self.offset)
-            text = f.read().decode("utf-8", "replace")
-        self.offset += len(text.encode("utf-8"))
+            data = f.read()
+        self.offset += len(data)
+        text = data.decode("utf-8", "replace")
+        if keep is not None:
+            keep.write_text(text)
         kinds: collections.Counter[str] = collections.Counter()
         for method, target in _LINE.findall(text):
             if target.startswith("/moto-api"):
@@ -143,10 +147,10 @@ def main() -> None:
             began = time.monotonic()
             hs.sql(sql).collect()
             took = time.monotonic() - began
-            c = log.count()
+            c = log.count(work / f"{label.replace(' ', '_')}.log")
             print(f"| {label} | {took:.1f} | {c['total']} | {c['LIST']} | {c['GET']} | "
                   f"{c['HEAD']} | {c['PUT']} | {c['DELETE']} | {c['other']} |", flush=True)
-        print(f"load: {os.getloadavg()[0]:.1f} (1 min)")
+        print(f"load: {os.getloadavg()[0]:.1f} (1 min); request lines in {work}")
         hs.stop()
     finally:
         proc.terminate()
