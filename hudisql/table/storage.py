@@ -13,6 +13,7 @@ a table lock shared by every writer (the catalog's) makes safe.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import uuid
@@ -48,7 +49,7 @@ class Storage:
         #: The URI scheme (``s3``, ``gs``, ...), ``""`` on the local file system.
         self.scheme: str = scheme_of(base_uri)
         if self.scheme:
-            fs, path = file_system_of(base_uri)
+            fs, path = _remote_file_system(base_uri)
             self._local = False
         else:
             path = os.path.abspath(base_uri.removeprefix("file://"))
@@ -203,3 +204,34 @@ class Storage:
     def _temp_name(rel: str) -> str:
         parent, name = posixpath.split(rel)
         return posixpath.join(parent, f".{name}.{uuid.uuid4().hex}.tmp")
+
+
+#: Settings of the environment an S3 file system is made from (pyarrow reads them once).
+_S3_ENVIRONMENT = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID",
+                   "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+                   "AWS_DEFAULT_REGION", "AWS_PROFILE")
+
+
+def _remote_file_system(base_uri: str) -> tuple[pafs.FileSystem, str]:
+    """The file system of a URI and the path in it; on S3 one file system per process,
+    bucket and settings (a new one resolves the bucket's region and opens connections)."""
+    head, _, query = base_uri.partition("?")
+    scheme, _, rest = head.partition("://")
+    if scheme.lower() != "s3":
+        return file_system_of(base_uri)
+    bucket = rest.split("/", 1)[0]
+    environment = tuple(os.environ.get(name) for name in _S3_ENVIRONMENT)
+    # The path in an S3 file system is ``bucket/key``, as pyarrow's from_uri gives it.
+    return _s3_file_system(bucket, query, environment), rest.rstrip("/")
+
+
+@functools.lru_cache(maxsize=64)
+def _s3_file_system(bucket: str, query: str,
+                    environment: tuple[str | None, ...]) -> pafs.FileSystem:
+    fs, _ = file_system_of(f"s3://{bucket}/" + (f"?{query}" if query else ""))
+    if isinstance(fs, pafs.S3FileSystem):
+        # Delayed open: a small file (an instant, a heartbeat) is one PUT, not the three
+        # requests of a multipart upload.
+        rebuild, (settings,) = fs.__reduce__()
+        fs = rebuild({**settings, "allow_delayed_open": True})
+    return fs
