@@ -104,3 +104,8 @@ class IndexNotFoundError(IndexingError):
 class IndexingTimeoutError(IndexingError):
     """The indexer's catch-up waited longer than ``hoodie.metadata.index.check.timeout.seconds``
     for a pending instant; the indexing was rolled back."""
+
+
+class StorageLocationError(HudiSqlError):
+    """A table or warehouse location cannot be used (unknown scheme, missing bucket, refused
+    credentials, credentials written into the location); nothing was written there."""

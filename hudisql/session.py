@@ -245,22 +245,25 @@ def connect(
         # (settings fixed at its start are not asked of it, as getOrCreate would ignore them).
         spark = SparkSession.getActiveSession()
         reused = spark is not None
+    from hudisql.table.storage_env import apply_hadoop_options
+
+    apply_hadoop_options(spark_conf)  # before Spark starts: its executors inherit them
     if spark is None:
         from pyspark.sql import SparkSession
 
-        warehouse_dir = os.path.abspath(warehouse or "spark-warehouse")
+        warehouse_dir = _warehouse_location(warehouse or "spark-warehouse")
         _prepare_worker_environment()
         builder = SparkSession.builder.appName(spark_conf.pop("spark.app.name", "hudisql"))
         builder = builder.master(spark_conf.pop("spark.master", "local[2]"))
-        settings = {**STARTUP_CONF, "spark.sql.warehouse.dir": warehouse_dir, **SESSION_SQL_CONF,
-                    **STARTED_SESSION_CONF}
+        settings = {**STARTUP_CONF, "spark.sql.warehouse.dir": _spark_warehouse(warehouse_dir),
+                    **SESSION_SQL_CONF, **STARTED_SESSION_CONF}
         for key, value in {**settings, **spark_conf}.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel(conf.get("hudisql.log.level", "ERROR"))
     else:
         configured = (spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")
-        warehouse_dir = os.path.abspath(warehouse or configured.removeprefix("file:"))
+        warehouse_dir = _warehouse_location(warehouse or configured)
         # A user's session: only what hudisql cannot work without (and what ``conf`` asks).
         for key, value in {**SESSION_SQL_CONF, **spark_conf}.items():
             if spark.conf.get(key, None) != value and not (
@@ -272,6 +275,31 @@ def connect(
 
     return HudiSession(spark=spark, warehouse=warehouse_dir, options=hudi_options,
                        router=SqlRouter(catalog, warehouse_dir))
+
+
+def _warehouse_location(warehouse: str | os.PathLike[str]) -> str:
+    """The warehouse as given, its scheme kept (``s3://b/wh``), or an absolute local path.
+
+    Raises:
+        StorageLocationError: a URI pyarrow cannot open, or one carrying credentials.
+    """
+    from hudisql.table.locations import absolute_location, is_remote, refuse_secrets
+
+    location = absolute_location(warehouse)
+    if is_remote(location):
+        refuse_secrets(location)
+    return location
+
+
+def _spark_warehouse(warehouse: str) -> str:
+    """Spark's own ``spark.sql.warehouse.dir``: the warehouse when it is local; beside the
+    default catalog file when the warehouse is in an object store, whose scheme Spark's
+    Hadoop file systems may not open (hudisql's tables never go there)."""
+    from hudisql.table.locations import is_remote
+
+    if not is_remote(warehouse):
+        return warehouse
+    return str(Path.home() / ".hudisql" / "spark-warehouse")
 
 
 @dataclass
@@ -396,6 +424,7 @@ class HudiSession:
             CatalogError: the catalog could not be asked (nothing is written).
         """
         from hudisql.sql import SqlRouter
+        from hudisql.table.locations import is_remote
         from hudisql.txn.lock import LOCK_PROVIDER
 
         merged = {**self.options, **(options or {})}
@@ -403,7 +432,9 @@ class HudiSession:
             return merged
         if isinstance(self.router, SqlRouter):
             if in_catalog is None:
-                in_catalog = bool(self.catalog.tables_at(path))
+                # A table in an object store takes the catalog's lock even when not in the
+                # catalog: the file lock cannot guard it (no rename, other machines).
+                in_catalog = is_remote(path) or bool(self.catalog.tables_at(path))
             if in_catalog:
                 return {**self.catalog.lock_options(), **merged}
         return {DEFAULT_LOCK[0]: DEFAULT_LOCK[1], **merged}

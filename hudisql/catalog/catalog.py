@@ -13,11 +13,13 @@ import abc
 import contextlib
 import logging
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 from hudisql.catalog import db
 from hudisql.catalog.cache import CacheStats, MetastoreCache
@@ -35,6 +37,7 @@ from hudisql.catalog.poller import NotificationPoller
 from hudisql.catalog.store import CatalogStore, WriteId
 from hudisql.catalog.write_ids import ValidWriteIdList
 from hudisql.errors import CatalogError, CatalogUnavailableError, TableNotFoundError
+from hudisql.table.locations import absolute_location, is_remote, join_location, redact
 from hudisql.table.properties import TableProperties
 from hudisql.table.storage import Storage
 from hudisql.txn.lock import LOCK_PROVIDER
@@ -225,9 +228,15 @@ class SqlCatalog(Catalog):
 
     def __init__(self, name: str = "default", **properties: Any) -> None:
         super().__init__(name, **properties)
-        self.warehouse = os.path.abspath(str(properties.get("warehouse") or "spark-warehouse"))
+        self.warehouse = absolute_location(str(properties.get("warehouse") or "spark-warehouse"))
         uri = properties.get("uri") or sqlite_url(self.warehouse)
         self.uri = str(uri)
+        if not properties.get("uri") and is_remote(self.warehouse):
+            _log.warning(
+                "the catalog of warehouse %s is the local SQLite file %s (a database cannot "
+                "live in an object store); other machines do not see it: give connect() "
+                "catalog='postgresql://...' (or a catalog 'uri') to share one",
+                redact(self.warehouse), self.uri.removeprefix("sqlite:///"))
         if self.uri.startswith("sqlite:///"):
             _make_parent(self.uri[len("sqlite:///"):], self.uri)
         self.engine = db.create_engine(
@@ -291,8 +300,8 @@ class SqlCatalog(Catalog):
         """Where a managed table lives: ``<warehouse>/[<db>.db/]<table>`` (names escaped)."""
         table = _path_part(name.table)
         if name.database == "default":
-            return os.path.join(self.warehouse, table)
-        return os.path.join(self.warehouse, _path_part(name.database) + ".db", table)
+            return join_location(self.warehouse, table)
+        return join_location(self.warehouse, _path_part(name.database) + ".db", table)
 
     # ------------------------------------------------------------ databases
 
@@ -520,7 +529,13 @@ def _log_name_fixes(fixes: list[NameFix]) -> None:
 
 
 def sqlite_url(warehouse: str) -> str:
-    """The default catalog: a SQLite file in the warehouse directory."""
+    """The default catalog: a SQLite file in the warehouse directory; for a warehouse in an
+    object store (where SQLite cannot live), a file of this user's named after the
+    warehouse: ``~/.hudisql/catalogs/<scheme>-<bucket>-<path>.db``."""
+    if is_remote(warehouse):
+        head = str(warehouse).partition("?")[0]
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", head.replace("://", "-")).strip("-")
+        return "sqlite:///" + str(Path.home() / ".hudisql" / "catalogs" / f"{slug}.db")
     return "sqlite:///" + os.path.join(os.path.abspath(warehouse), "hudisql_catalog.db")
 
 
@@ -528,14 +543,7 @@ def normalize_location(location: str) -> str:
     """One spelling of a table location, to compare two: a local path or ``file:`` URI
     (``file:/p``, ``file:///p``, ``file://localhost/p``, percent-encoded or not) becomes an
     absolute normalized path; another URI (``s3://...``) loses its trailing ``/``."""
-    text = str(location)
-    if text.startswith("file:"):
-        text = unquote(text.removeprefix("file:"))
-        if text.startswith("//"):
-            text = text[2:].removeprefix("localhost")
-    elif "://" in text:
-        return text.rstrip("/") or text
-    return os.path.normpath(os.path.abspath(text))
+    return absolute_location(location)
 
 
 def _make_parent(path: str, uri: str) -> None:

@@ -51,6 +51,7 @@ from hudisql.read.options import (
     normalize_instant,
 )
 from hudisql.read.pruning import SliceSelection, select_slices
+from hudisql.read.spark_files import spark_opens
 from hudisql.table.merge import RECORD_KEY_COLUMN, log_touched_keys
 
 if TYPE_CHECKING:
@@ -91,15 +92,17 @@ class SnapshotPlan:
 
 
 def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: bool = False,
-                  where: str | None = None, data_skipping: bool = True
-                  ) -> SnapshotPlan | None:
+                  where: str | None = None, data_skipping: bool = True,
+                  spark_files: bool = True) -> SnapshotPlan | None:
     """Sort the file slices of ``table`` as of ``as_of`` (default: latest) by how each is
     read; returns None when the split does not apply (see :func:`snapshot_frame`).
 
     ``split_touched``: slices with log files are split by touched keys (module notes).
     ``where``: only the slices that may hold rows matching this SQL predicate
     (:func:`hudisql.read.pruning.select_slices`, with the metadata table's indexes when
-    ``data_skipping``).
+    ``data_skipping``). ``spark_files``: Spark can open the table's files by path
+    (:func:`hudisql.read.spark_files.spark_opens`); when not, every slice is read whole by
+    the data source.
 
     Raises:
         HudiSqlError: a malformed ``as_of`` or ``where``.
@@ -115,13 +118,13 @@ def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: boo
     plan.selection = select_slices(table, table.file_slices(as_of=snapshot), where, snapshot,
                                    data_skipping)
     for file_slice in plan.selection.kept:
-        kind = _kind(table, file_slice, snapshot, budget)
+        kind = _kind(table, file_slice, snapshot, budget) if spark_files else WHOLE
         ident = (file_slice.partition_path, file_slice.file_id)
         if kind == WHOLE:
             plan.whole.append(ident)
             continue
         assert file_slice.base_file is not None
-        plan.base_files.append(table.storage.full_path(file_slice.base_file.path))
+        plan.base_files.append(table.storage.uri(file_slice.base_file.path))
         if isinstance(kind, pa.Table):
             budget -= kind.num_rows
             plan.superseded.append(kind)
@@ -151,7 +154,8 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     split = options.pop(SPLIT_TOUCHED, "false").strip().lower() == "true"
     budget = max_bytes(options)
     options = {k: v for k, v in options.items() if k.lower() != LOCAL_MAX_BYTES}
-    plan = plan_snapshot(table, as_of, split, where, data_skipping_enabled(options))
+    plan = plan_snapshot(table, as_of, split, where, data_skipping_enabled(options),
+                         spark_opens(spark, table.base_path))
     if plan is None:
         return None
     path = table.base_path

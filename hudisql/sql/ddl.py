@@ -10,7 +10,6 @@ refuses the name, the files are removed again, so a failed CREATE leaves nothing
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -24,6 +23,7 @@ from hudisql.parser import commands as c
 from hudisql.sql import dml, reads
 from hudisql.sql.frames import empty_frame, rows_frame
 from hudisql.sql.spark_tables import SparkTables
+from hudisql.table.locations import check_location, join_location
 from hudisql.table.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.storage import Storage
 
@@ -146,7 +146,8 @@ def _create_managed(
     elif isinstance(catalog, SqlCatalog):
         location = catalog.default_location(name)
     else:
-        location = os.path.join(ctx.router.warehouse, name.table)
+        location = join_location(ctx.router.warehouse, name.table)
+    check_location(location)  # a clear error before any object is written
     storage = Storage(location)
     existed = storage.exists("")
     options = {**command.hoodie_options, "hoodie.database.name": name.database}

@@ -256,15 +256,18 @@ class TableProperties(Mapping[str, str]):
             UnsupportedTableVersionError: ``hoodie.table.version`` is not 6, 8 or 9.
         """
         where = storage.base_uri
-        has_backup = storage.is_file(BACKUP_FILE)
-        if not storage.is_file(PROPERTIES_FILE):
-            if has_backup:
-                return cls._read(storage, BACKUP_FILE)
-            raise TableNotFoundError(_not_found_message(storage))
+        # Read first, look for the backup only when that fails: on an object store each
+        # look is a request or two, and a table is opened several times per statement.
         try:
             return cls._read(storage, PROPERTIES_FILE)
+        except OSError:
+            if storage.is_file(PROPERTIES_FILE):
+                raise  # there, but unreadable: say why
+            if storage.is_file(BACKUP_FILE):
+                return cls._read(storage, BACKUP_FILE)
+            raise TableNotFoundError(_not_found_message(storage)) from None
         except CorruptTableError:
-            if not has_backup:
+            if not storage.is_file(BACKUP_FILE):
                 raise
             try:
                 return cls._read(storage, BACKUP_FILE)

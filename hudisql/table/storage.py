@@ -3,10 +3,17 @@
 All paths given to :class:`Storage` methods are relative to the table's base path and use
 ``/``. Atomic steps (instant files, hoodie.properties) use :meth:`Storage.create_if_absent`
 and :meth:`Storage.write_atomic`; data files use :meth:`Storage.write_bytes`.
+
+On an object store there is no rename and no exclusive create: one PUT replaces an object
+atomically (readers see the old or the new content whole), so :meth:`Storage.write_atomic`
+is one PUT; :meth:`Storage.create_if_absent` is a conditional PUT (``If-None-Match: *``) on
+S3 (:mod:`hudisql.table.conditional_put`), and on other stores a check and a PUT that only
+a table lock shared by every writer (the catalog's) makes safe.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import uuid
@@ -15,6 +22,8 @@ from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+
+from hudisql.table.locations import file_system_of, join_location, scheme_of
 
 
 @dataclass(frozen=True)
@@ -37,8 +46,10 @@ class Storage:
 
     def __init__(self, base_uri: str) -> None:
         base_uri = str(base_uri)
-        if "://" in base_uri and not base_uri.startswith("file://"):
-            fs, path = pafs.FileSystem.from_uri(base_uri)
+        #: The URI scheme (``s3``, ``gs``, ...), ``""`` on the local file system.
+        self.scheme: str = scheme_of(base_uri)
+        if self.scheme:
+            fs, path = _remote_file_system(base_uri)
             self._local = False
         else:
             path = os.path.abspath(base_uri.removeprefix("file://"))
@@ -52,9 +63,22 @@ class Storage:
         # Storage objects travel to Spark executors; rebuild the file system there.
         return (Storage, (self.base_uri,))
 
+    @property
+    def is_local(self) -> bool:
+        """True on the local file system (rename and exclusive create exist there)."""
+        return self._local
+
     def full_path(self, rel: str) -> str:
-        """The file system path of ``rel`` (relative to the base path)."""
+        """The file system path of ``rel`` (relative to the base path): without the scheme
+        on an object store (``bucket/key``), as ``pyarrow.fs`` takes it."""
         return posixpath.join(self.base_path, rel) if rel else self.base_path
+
+    def uri(self, rel: str = "") -> str:
+        """Where ``rel`` is for other readers (Spark, hudi-rs): its local path, or its URI
+        with the scheme (``s3://bucket/key``)."""
+        if self._local:
+            return self.full_path(rel)
+        return join_location(self.base_uri, rel) if rel else self.base_uri
 
     def exists(self, rel: str) -> bool:
         """True when a file or directory exists at ``rel``."""
@@ -107,13 +131,17 @@ class Storage:
     def write_bytes(self, rel: str, data: bytes) -> None:
         """Write ``data`` to ``rel``, replacing any file there (not atomic: for data files)."""
         parent = posixpath.dirname(rel)
-        if parent:
+        if parent and self._local:  # an object store has no directories to make
             self.makedirs(parent)
         with self.fs.open_output_stream(self.full_path(rel)) as f:
             f.write(data)
 
     def write_atomic(self, rel: str, data: bytes) -> None:
-        """Replace ``rel`` with ``data`` atomically: write a temporary file, then rename it."""
+        """Replace ``rel`` with ``data`` atomically: write a temporary file, then rename it
+        (on an object store, one PUT, which replaces an object atomically)."""
+        if not self._local:
+            self.write_bytes(rel, data)
+            return
         tmp = self._temp_name(rel)
         self.write_bytes(tmp, data)
         try:
@@ -125,22 +153,34 @@ class Storage:
     def create_if_absent(self, rel: str, data: bytes) -> None:
         """Create ``rel`` with ``data`` only if no file exists there, atomically.
 
+        On S3, a conditional PUT (``If-None-Match: *``): the store refuses it when the
+        object exists. On another object store, a check then a PUT: two writers can both
+        pass the check unless a table lock shared by both (the catalog's) orders them.
+
         Raises:
             FileExistsError: a file already exists at ``rel`` (another writer was first).
         """
+        if not self._local:
+            self._create_remote(rel, data)
+            return
         tmp = self._temp_name(rel)
         self.write_bytes(tmp, data)
         try:
-            if self._local:
-                # link(2) fails if the target exists: readers never see a partial file and
-                # two writers can never both create it.
-                os.link(self.full_path(tmp), self.full_path(rel))
-            else:
-                if self.exists(rel):
-                    raise FileExistsError(self.full_path(rel))
-                self.fs.move(self.full_path(tmp), self.full_path(rel))
+            # link(2) fails if the target exists: readers never see a partial file and
+            # two writers can never both create it.
+            os.link(self.full_path(tmp), self.full_path(rel))
         finally:
             self._remove_quietly(tmp)
+
+    def _create_remote(self, rel: str, data: bytes) -> None:
+        from hudisql.table.conditional_put import conditional_put_supported, put_if_absent
+
+        if conditional_put_supported(self.scheme):
+            put_if_absent(self.base_uri, self.full_path(rel), data)
+            return
+        if self.exists(rel):
+            raise FileExistsError(self.uri(rel))
+        self.write_bytes(rel, data)
 
     def delete(self, rel: str) -> None:
         """Delete the file at ``rel`` (no error if it is already gone)."""
@@ -164,3 +204,34 @@ class Storage:
     def _temp_name(rel: str) -> str:
         parent, name = posixpath.split(rel)
         return posixpath.join(parent, f".{name}.{uuid.uuid4().hex}.tmp")
+
+
+#: Settings of the environment an S3 file system is made from (pyarrow reads them once).
+_S3_ENVIRONMENT = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID",
+                   "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+                   "AWS_DEFAULT_REGION", "AWS_PROFILE")
+
+
+def _remote_file_system(base_uri: str) -> tuple[pafs.FileSystem, str]:
+    """The file system of a URI and the path in it; on S3 one file system per process,
+    bucket and settings (a new one resolves the bucket's region and opens connections)."""
+    head, _, query = base_uri.partition("?")
+    scheme, _, rest = head.partition("://")
+    if scheme.lower() != "s3":
+        return file_system_of(base_uri)
+    bucket = rest.split("/", 1)[0]
+    environment = tuple(os.environ.get(name) for name in _S3_ENVIRONMENT)
+    # The path in an S3 file system is ``bucket/key``, as pyarrow's from_uri gives it.
+    return _s3_file_system(bucket, query, environment), rest.rstrip("/")
+
+
+@functools.lru_cache(maxsize=64)
+def _s3_file_system(bucket: str, query: str,
+                    environment: tuple[str | None, ...]) -> pafs.FileSystem:
+    fs, _ = file_system_of(f"s3://{bucket}/" + (f"?{query}" if query else ""))
+    if isinstance(fs, pafs.S3FileSystem):
+        # Delayed open: a small file (an instant, a heartbeat) is one PUT, not the three
+        # requests of a multipart upload.
+        rebuild, (settings,) = fs.__reduce__()
+        fs = rebuild({**settings, "allow_delayed_open": True})
+    return fs

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import IO, ClassVar
 
 from hudisql.errors import LockError
+from hudisql.table.locations import is_remote, redact
 
 #: The option naming the lock provider (Hudi's own key).
 LOCK_PROVIDER = "hoodie.write.lock.provider"
@@ -151,6 +152,12 @@ class FileLockProvider(LockProvider):
         Raises:
             LockError: not granted within ``timeout`` seconds, or the lock file is unusable.
         """
+        if is_remote(table_key):
+            raise LockError(
+                f"the file lock (flock) excludes only the processes of one machine and cannot "
+                f"guard table {redact(table_key)} in an object store, which has no atomic "
+                f"rename: set {LOCK_PROVIDER}=catalog (hudisql.catalog.url=<the catalog "
+                "database URL>; a hudisql session's tables take it by default)")
         path = self.lock_file(table_key)
         try:
             os.makedirs(self.lock_dir, exist_ok=True)

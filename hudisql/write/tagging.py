@@ -49,6 +49,7 @@ from hudisql.metadata.config import completed_partitions
 from hudisql.metadata.keys import RecordLocation, bloom_filter_key, column_stats_key
 from hudisql.metadata.records import column_range, is_live
 from hudisql.metadata.table import MetadataTable
+from hudisql.read.spark_files import spark_opens
 from hudisql.table.filenames import new_file_id
 from hudisql.table.fsview import FileSlice
 from hudisql.table.heap import keep_freed_memory
@@ -165,6 +166,8 @@ def existing_keys(ctx: TagContext, slices: list[FileSlice]) -> DataFrame:
     table = ctx.table
     head = table.timeline.last_completed()
     plain, merged = _split_slices(table, slices)
+    if plain and not spark_opens(ctx.spark, table.base_path):
+        plain, merged = [], plain + merged  # read through pyarrow.fs on executors
     parts: list[DataFrame] = []
     if plain:
         # Base file name -> (partition, file id), looked up per row in the JVM.
@@ -173,7 +176,7 @@ def existing_keys(ctx: TagContext, slices: list[FileSlice]) -> DataFrame:
         for s in plain:
             assert s.base_file is not None
             where[s.base_file.name] = (s.partition_path, s.file_id)
-            paths.append(table.storage.full_path(s.base_file.path))
+            paths.append(table.storage.uri(s.base_file.path))
         group = F.create_map(*[v for name, (part, fid) in where.items()
                                for v in (F.lit(name), F.array(F.lit(part), F.lit(fid)))]
                              )[F.col("_metadata.file_name")]
