@@ -9,7 +9,8 @@ file's content in the field its action uses (Hudi's ``MetadataConversionUtils``)
 | action, state | field |
 |---|---|
 | commit, deltacommit (any state with content) | ``hoodieCommitMetadata`` |
-| replacecommit completed / inflight / requested | ``hoodieReplaceCommitMetadata`` / ``hoodieCommitMetadata`` / ``hoodieRequestedReplaceMetadata`` |
+| replacecommit completed | ``hoodieReplaceCommitMetadata`` |
+| replacecommit inflight / requested | ``hoodieCommitMetadata`` / ``...RequestedReplaceMetadata`` |
 | clean completed / pending | ``hoodieCleanMetadata`` / ``hoodieCleanerPlan`` |
 | compaction, logcompaction (pending) | ``hoodieCompactionPlan`` |
 | rollback completed | ``hoodieRollbackMetadata`` |
@@ -338,20 +339,29 @@ def encode_archive_block(records: Iterable[Mapping[str, Any]],
 
 
 def read_archive_file(storage: Storage, rel: str) -> list[ArchivedEntry]:
-    """The entries of one archive file, in file order. A corrupt block is skipped (as
-    Hudi's reader skips it); a block that does not decode is an error.
+    """The entries of one archive file, in file order.
+
+    hudisql writes each archive file whole, so a corrupt block means a damaged file: it is
+    an error rather than instants silently missing from the archived timeline.
 
     Raises:
-        CorruptTableError: a block's records do not decode (names the file).
+        CorruptTableError: a corrupt block, or records that do not decode (names the file).
     """
     entries: list[ArchivedEntry] = []
     for info in scan_log_file(storage, rel):
-        if info.is_corrupt or info.block_type != BlockType.AVRO_DATA or not info.schema:
+        if info.is_corrupt:
+            raise CorruptTableError(
+                f"archive file {storage.full_path(rel)} is damaged at byte {info.position} "
+                f"({info.corrupt_reason}); restore it from a copy, or read without the "
+                "archived timeline (incremental queries: "
+                "hoodie.datasource.read.incr.fallback.fulltablescan.enable=true)"
+            )
+        if info.block_type != BlockType.AVRO_DATA or not info.schema:
             continue
         content = read_block_content(storage, info)
         try:
             parsed = _parsed(info.schema)
-            version, count = struct.unpack_from(">ii", content, 0)
+            _, count = struct.unpack_from(">ii", content, 0)
             stream = io.BytesIO(content)
             stream.seek(8)
             for _ in range(count):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from hudisql.errors import ReadOptionError
 from hudisql.metadata.participant import participants_for
 from hudisql.metadata.table import MetadataTable
 from hudisql.services.archive import run_archive
@@ -139,6 +140,9 @@ def test_the_cleaners_earliest_commit_to_retain_holds_archival_back(tmp_path: Pa
     assert archived[-1] < done[15] and active[0] == done[15]
     assert HudiTable.open(str(path)).timeline.completed([Action.CLEAN])  # newer than archived
     assert rows(path) == before == rs_rows(path)
+    with pytest.raises(ReadOptionError, match=rf"as of {done[3]}: that instant was cleaned"):
+        rows(path, done[3])  # archived, and the clean deleted what it needs
+    assert rows(path, done[15]) == rs_rows(path, done[15])
 
 
 def test_bad_settings_are_refused_before_anything_moves(tmp_path: Path) -> None:
@@ -208,3 +212,51 @@ def test_without_a_metadata_compaction_nothing_is_archived(tmp_path: Path) -> No
     for r in range(35):
         client.upsert([row(r % 10, ts=100 + r)])
     assert not run_archive(HudiTable.open(str(tmp_path / "t")), options)
+
+
+def test_incremental_and_cdc_queries_read_archived_instants(tmp_path: Path) -> None:
+    from hudisql.table.cdc import read_cdc
+    from hudisql.table.incremental import read_incremental
+
+    _, path, done = _table(tmp_path)
+
+    def queries() -> list[object]:
+        table = HudiTable.open(str(path))
+        return [read_incremental(table, done[3]).sort_by("_hoodie_record_key").to_pylist(),
+                read_incremental(table, "earliest").sort_by("_hoodie_record_key").to_pylist(),
+                read_cdc(table, done[3]).to_pylist(), read_cdc(table, "earliest").to_pylist()]
+
+    before = queries()
+    assert before[2] and before[3]
+    run_archive(HudiTable.open(str(path)))
+    assert queries() == before
+    table = HudiTable.open(str(path))
+    full = read_incremental(table, done[3], full_scan_fallback=True)
+    assert full.sort_by("_hoodie_record_key").to_pylist() == before[0]
+
+
+def test_show_timeline_archived_and_show_archived_commits(tmp_path: Path) -> None:
+    from hudisql.parser import ShowCommits, ShowTimeline, parse_script
+    from hudisql.sql.timeline import commit_rows, timeline_rows
+
+    _, path, done = _table(tmp_path)
+    run_archive(HudiTable.open(str(path)))
+    table = HudiTable.open(str(path))
+    rows_ = timeline_rows(table, archived=True)
+    assert [r.instant_time for r in rows_] == list(reversed(done))
+    assert {r.timeline_type for r in rows_[20:]} == {"ARCHIVED"}
+    assert rows_[-1].operation == "INSERT" and rows_[-1].records_written == 4
+    assert [r.instant_time for r in timeline_rows(table)] == list(reversed(done[20:]))
+    assert len(timeline_rows(table, 25, archived=True)) == 25
+    archived = commit_rows(table, 5, archived=True)
+    assert [r[0] for r in archived] == list(reversed(done[15:20]))
+    assert [r[0] for r in commit_rows(table, 50, True, done[2], done[4])] == [
+        done[4], done[3], done[2]]
+    [timeline] = [s.command for s in parse_script("SHOW TIMELINE t ARCHIVED LIMIT 3")]
+    assert timeline == ShowTimeline(table=timeline.table, limit=3, archived=True)
+    [call] = [s.command for s in parse_script(
+        f"CALL show_archived_commits(table => 't', limit => 5, start_ts => '{done[1]}')")]
+    assert isinstance(call, ShowCommits) and call.archived and call.start_ts == done[1]
+    [shown] = [s.command for s in parse_script(
+        "CALL show_timeline(table => 't', showArchived => true)")]
+    assert isinstance(shown, ShowTimeline) and shown.archived
