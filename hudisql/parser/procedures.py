@@ -242,7 +242,7 @@ PROCEDURES: dict[str, Procedure] = {
         Procedure(
             "show_timeline",
             (Parameter("table", str), Parameter("path", str), Parameter("limit", int, default=20),
-             Parameter("showArchived", bool, default=False)),
+             Parameter("showArchived", bool)),
             _build_show_timeline,
         ),
         Procedure(
