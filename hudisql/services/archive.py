@@ -20,7 +20,7 @@ from hudisql.table.service_plans import int_setting
 from hudisql.table.table import HudiTable
 from hudisql.table.timeline import Timeline
 
-__all__ = ["ArchiveResult", "archive_locked", "run_archive"]
+__all__ = ["ArchiveResult", "archive_locked", "archive_needed", "run_archive"]
 
 #: The metadata table's own compaction trigger (its archival keeps what that counts).
 METADATA_MAX_DELTA_COMMITS = "hoodie.metadata.compact.max.delta.commits"
@@ -96,3 +96,20 @@ def run_archive(table: HudiTable, options: Mapping[str, str] | None = None, *,
     ArchivalSettings.parse(options, table.name)  # refuse bad settings before the lock
     with table_lock(table, options):
         return archive_locked(table.reload(), options, on_step=on_step)
+
+
+def archive_needed(table: HudiTable, options: Mapping[str, str] | None = None) -> bool:
+    """True when the table's or its metadata table's active timeline holds more completed
+    commits than ``hoodie.keep.max.commits``: the automatic archival after a write takes
+    the table lock only then (an archival cut short is finished by the next run).
+
+    Raises:
+        TableServiceError: bad ``hoodie.keep.*`` settings.
+    """
+    settings = ArchivalSettings.parse(dict(options or {}), table.name)
+    commits = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
+    if len(table.timeline.completed(commits)) > settings.max_commits:
+        return True
+    metadata = _metadata_table(table)
+    return metadata is not None and len(
+        metadata.timeline.completed(commits)) > settings.max_commits

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from hudisql.errors import TableServiceError
+from hudisql.services.archive import archive_needed
+from hudisql.services.clean import clean_needed
 from hudisql.services.maintenance import Maintenance
 
 __all__ = ["ARCHIVE_AUTOMATIC", "CLEAN_AUTOMATIC", "COMPACT_INLINE", "LOG_COMPACTION_INLINE",
@@ -47,11 +49,11 @@ def run_inline_services(maintenance: Maintenance) -> list[str]:
     options = maintenance.options
     clean, archive = _on(options, CLEAN_AUTOMATIC, True), _on(options, ARCHIVE_AUTOMATIC, True)
     done = _compactions(maintenance)
-    if clean:
+    if clean and clean_needed(maintenance.open_table(), options):
         cleaned = maintenance.run_clean()
         if cleaned is not None:
             done.append(cleaned.start_clean_time)
-    if archive:
+    if archive and archive_needed(maintenance.open_table(), options):
         maintenance.run_archive()
     return done
 
