@@ -279,7 +279,9 @@ def test_the_checks_find_what_is_missing(entries: list[Section]) -> None:
     assert problem.startswith("example 'DROP TABLE IF EXISTS trips_backup PURGE AGAIN' does not "
                               "parse: ")
     no_limit = sections(text.replace("| `limit` | number | 10 |", "| `limit` | number | 5 |"))
-    assert procedure_problems(no_limit) == ["procedure show_commits: limit's default is 10"]
+    assert procedure_problems(no_limit) == ["procedure show_commits: limit's default is 10",
+                                            "procedure show_archived_commits: limit's default "
+                                            "is 10"]
     no_error = sections(text.replace("### LockError", "### LockTrouble"))
     assert error_problems(no_error) == [
         "error LockError: no '### LockError' entry under '## Errors'",

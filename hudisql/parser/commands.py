@@ -224,19 +224,25 @@ class Merge(Command):
 
 @dataclass(frozen=True)
 class ShowTimeline(Command):
-    """``SHOW TIMELINE [ON] <table | 'path'> [LIMIT n]``; ``limit`` None means every instant."""
+    """``SHOW TIMELINE [ON] <table | 'path'> [ARCHIVED] [LIMIT n]``; ``limit`` None means
+    every instant; ``archived`` adds the archived timeline (Hudi's ``showArchived``)."""
 
     table: TableName | None = None
     path: str | None = None
     limit: int | None = None
+    archived: bool = False
 
 
 @dataclass(frozen=True)
 class ShowCommits(Command):
-    """``CALL show_commits(table => 't', limit => n)``: the newest completed commits."""
+    """``CALL show_commits(table => 't', limit => n)``: the newest completed commits;
+    ``CALL show_archived_commits(table, limit, start_ts, end_ts)``: the archived ones."""
 
     table: TableName
     limit: int = 10
+    archived: bool = False
+    start_ts: str | None = None
+    end_ts: str | None = None
 
 
 @dataclass(frozen=True)

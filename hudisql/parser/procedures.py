@@ -32,12 +32,12 @@ from hudisql.parser.tokens import Unterminated
 if t.TYPE_CHECKING:
     from hudisql.parser.parser import HudiParser
 
-SHOW_TIMELINE_FORM = "SHOW TIMELINE [ON] <table | 'path'> [LIMIT n]"
+SHOW_TIMELINE_FORM = "SHOW TIMELINE [ON] <table | 'path'> [ARCHIVED] [LIMIT n]"
 _TYPE_NAMES = {str: "a quoted string", int: "a whole number", bool: "true or false"}
 
 
 def parse_show_timeline(p: HudiParser) -> ShowTimeline:
-    """``SHOW TIMELINE [ON] <table | 'path'> [LIMIT n]``."""
+    """``SHOW TIMELINE [ON] <table | 'path'> [ARCHIVED] [LIMIT n]``."""
     p.match_words("ON")
     if not p._curr or p.peek_words("LIMIT"):
         raise p.error(
@@ -48,9 +48,10 @@ def parse_show_timeline(p: HudiParser) -> ShowTimeline:
         path = p.parse_string("the table path")
     else:
         table = p.parse_table_name(f"a table name or a quoted path ({SHOW_TIMELINE_FORM})")
+    archived = p.match_words("ARCHIVED")
     limit = p.parse_count("LIMIT") if p.match_words("LIMIT") else None
     p.expect_end(SHOW_TIMELINE_FORM)
-    return ShowTimeline(table=table, path=path, limit=limit)
+    return ShowTimeline(table=table, path=path, limit=limit, archived=bool(archived))
 
 
 @dataclass(frozen=True)
@@ -113,11 +114,21 @@ def _build_show_timeline(p: HudiParser, args: dict[str, Argument], at: Token) ->
         table=_table(p, table) if table.value is not None else None,
         path=t.cast("str | None", path.value),
         limit=_limit(p, args["limit"]),
+        archived=bool(args["showArchived"].value),
     )
 
 
 def _build_show_commits(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
     return ShowCommits(_table(p, args["table"]), _limit(p, args["limit"]))
+
+
+def _build_show_archived_commits(p: HudiParser, args: dict[str, Argument], at: Token) -> (
+        Command):
+    start, end = args["start_ts"], args["end_ts"]
+    return ShowCommits(
+        _table(p, args["table"]), _limit(p, args["limit"]), archived=True,
+        start_ts=_instant_time(p, start, "start_ts") if start.value else None,
+        end_ts=_instant_time(p, end, "end_ts") if end.value else None)
 
 
 def _build_rollback(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
@@ -235,13 +246,20 @@ PROCEDURES: dict[str, Procedure] = {
     for proc in (
         Procedure(
             "show_timeline",
-            (Parameter("table", str), Parameter("path", str), Parameter("limit", int, default=20)),
+            (Parameter("table", str), Parameter("path", str), Parameter("limit", int, default=20),
+             Parameter("showArchived", bool)),
             _build_show_timeline,
         ),
         Procedure(
             "show_commits",
             (Parameter("table", str, required=True), Parameter("limit", int, default=10)),
             _build_show_commits,
+        ),
+        Procedure(
+            "show_archived_commits",
+            (Parameter("table", str, required=True), Parameter("limit", int, default=10),
+             Parameter("start_ts", str), Parameter("end_ts", str)),
+            _build_show_archived_commits,
         ),
         Procedure(
             "show_log_blocks",

@@ -222,6 +222,8 @@ class HudiReader(DataSourceReader):
         if self.options.query_type == INCREMENTAL:
             self._plan_incremental(table)
             return table
+        if self.options.as_of:
+            table.check_readable_as_of(self.options.as_of)
         self.snapshot = self.options.as_of or self.options.pinned or self.head
         self._slices = [] if self.snapshot is None else list(table.file_slices(as_of=self.snapshot))
         if self.options.query_type == READ_OPTIMIZED:
@@ -250,20 +252,23 @@ class HudiReader(DataSourceReader):
         self._metadata_groups = metadata_file_groups(data_table_of(table))
 
     def _plan_incremental(self, table: HudiTable) -> None:
-        from hudisql.table.cdc import cdc_units
+        from hudisql.table.cdc import cdc_range, cdc_units
         from hudisql.table.incremental import incremental_slices, resolve_range
 
         options = self.options
-        rng = resolve_range(table, options.begin, options.end,
-                            full_scan_fallback=options.full_scan_fallback,
-                            latest=options.pinned or self.head)
+        if options.is_cdc:
+            rng = cdc_range(table, options.begin, options.end, options.pinned or self.head)
+        else:
+            rng = resolve_range(table, options.begin, options.end,
+                                full_scan_fallback=options.full_scan_fallback,
+                                latest=options.pinned or self.head)
         self.snapshot = rng.end
         if options.is_cdc:
             self._slices = []
             self._cdc_units = cdc_units(table, rng)
         else:
             # Each input partition carries the bounds only, not the range's file groups.
-            self._range = replace(rng, instants=(), file_groups=None)
+            self._range = replace(rng, instants=(), file_groups=None, archived={})
             self._slices = incremental_slices(table, rng)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

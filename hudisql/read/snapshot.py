@@ -113,6 +113,8 @@ def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: boo
     snapshot = normalize_instant(as_of) if as_of else (head.timestamp if head else None)
     if snapshot is None:
         return None
+    if as_of:
+        table.check_readable_as_of(snapshot)
     plan = SnapshotPlan(snapshot)
     budget = MAX_TOUCHED_KEYS if split_touched else 0
     plan.selection = select_slices(table, table.file_slices(as_of=snapshot), where, snapshot,

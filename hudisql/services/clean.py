@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from hudisql.services.protocol import StepHook, no_step, table_lock
-from hudisql.table.clean import CleanSettings
+from hudisql.table.clean import CleanSettings, plan_clean
+from hudisql.table.instant import Action
 from hudisql.table.service_plans import CleanMetadata
 from hudisql.table.table import HudiTable
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.table_service import clean_locked
 
-__all__ = ["run_clean"]
+__all__ = ["clean_needed", "run_clean"]
 
 
 def run_clean(
@@ -43,3 +44,17 @@ def run_clean(
     with table_lock(table, options):
         return clean_locked(table.reload(), settings, on_step=on_step,
                             participants=participants)
+
+
+def clean_needed(table: HudiTable, options: Mapping[str, str] | None = None) -> bool:
+    """True when a clean would do something now: a clean is pending, or a plan would delete
+    files. Planned without the lock (a listing), so that an automatic clean after a write
+    opens no catalog write id and takes no lock when there is nothing to clean.
+
+    Raises:
+        TableServiceError: an unsupported policy or bad settings.
+    """
+    settings = CleanSettings.parse(dict(options or {}), table.name)
+    if table.timeline.pending([Action.CLEAN]):
+        return True
+    return plan_clean(table.storage, table.file_system_view(), settings) is not None

@@ -4,27 +4,61 @@
 qualifies); ``hoodie.compact.inline=true`` schedules a compaction once
 ``hoodie.compact.inline.max.delta.commits`` deltacommits completed since the last one, and
 runs it. Both only on merge-on-read tables, with the writer's options and participants.
+
+Then, as Apache Hudi's writers do after every commit and by default, on every table:
+clean (``hoodie.clean.automatic``, default true: ``hoodie.cleaner.policy``,
+``hoodie.cleaner.commits.retained``...) and archival of the timeline after it
+(``hoodie.archive.automatic``, default true: ``hoodie.keep.min.commits``,
+``hoodie.keep.max.commits``). Each runs under the table lock in the writing statement, so
+the statement's time includes them; set the option to false to turn one off.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from hudisql.errors import TableServiceError
+from hudisql.services.archive import archive_needed
+from hudisql.services.clean import clean_needed
 from hudisql.services.maintenance import Maintenance
 
-__all__ = ["COMPACT_INLINE", "LOG_COMPACTION_INLINE", "run_inline_services"]
+__all__ = ["ARCHIVE_AUTOMATIC", "CLEAN_AUTOMATIC", "COMPACT_INLINE", "LOG_COMPACTION_INLINE",
+           "run_inline_services"]
 
 LOG_COMPACTION_INLINE = "hoodie.log.compaction.inline"
 COMPACT_INLINE = "hoodie.compact.inline"
+CLEAN_AUTOMATIC = "hoodie.clean.automatic"
+ARCHIVE_AUTOMATIC = "hoodie.archive.automatic"
 
 
-def _on(options: Mapping[str, str], key: str) -> bool:
-    return str(options.get(key, "false")).strip().lower() == "true"
+def _on(options: Mapping[str, str], key: str, default: bool = False) -> bool:
+    value = str(options.get(key, "true" if default else "false")).strip().lower()
+    if value not in ("true", "false"):
+        raise TableServiceError(
+            f"{key}={options.get(key)!r} is not a boolean: set it to true or false")
+    return value == "true"
 
 
 def run_inline_services(maintenance: Maintenance) -> list[str]:
     """Run the inline services ``maintenance.options`` turn on; returns the instants they
-    completed (none when neither is on, or the table is copy-on-write)."""
+    completed (compactions only on merge-on-read tables; a clean when it deleted files).
+
+    Raises:
+        TableServiceError: a service's bad setting (the write itself has completed).
+    """
+    options = maintenance.options
+    clean, archive = _on(options, CLEAN_AUTOMATIC, True), _on(options, ARCHIVE_AUTOMATIC, True)
+    done = _compactions(maintenance)
+    if clean and clean_needed(maintenance.open_table(), options):
+        cleaned = maintenance.run_clean()
+        if cleaned is not None:
+            done.append(cleaned.start_clean_time)
+    if archive and archive_needed(maintenance.open_table(), options):
+        maintenance.run_archive()
+    return done
+
+
+def _compactions(maintenance: Maintenance) -> list[str]:
     options = maintenance.options
     if not (_on(options, LOG_COMPACTION_INLINE) or _on(options, COMPACT_INLINE)):
         return []

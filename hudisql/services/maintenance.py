@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from hudisql.metadata.participant import participants_for
-from hudisql.services import clean, compaction, log_compaction
+from hudisql.services import archive, clean, compaction, log_compaction
 from hudisql.services.plans import ServiceResult, show_service_plans
 from hudisql.services.runner import LocalRunner, SliceRunner
 from hudisql.table.instant import Action
@@ -133,3 +133,15 @@ class Maintenance:
         with self.bracket():
             return clean.run_clean(table, self._merged(options),
                                    participants=self._participants(table))
+
+    def run_archive(self, **options: str) -> archive.ArchiveResult:
+        """Archive the oldest completed instants beyond ``hoodie.keep.max.commits`` (down to
+        ``hoodie.keep.min.commits``), of the table and of its metadata table.
+
+        Returns:
+            What moved out of each timeline (falsy when nothing was due).
+
+        Raises:
+            TableServiceError: bad ``hoodie.keep.*`` settings.
+        """
+        return archive.run_archive(self.open_table(), self._merged(options))

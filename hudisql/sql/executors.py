@@ -121,14 +121,16 @@ def _core(ctx: StatementContext, table: c.TableName | None, path: str | None) ->
 def show_timeline(ctx: StatementContext, command: c.ShowTimeline) -> DataFrame:
     """SHOW TIMELINE / CALL show_timeline: one row per instant, newest first."""
     table = _core(ctx, command.table, command.path)
-    rows = [r.as_tuple() for r in timeline_rows(table, command.limit)]
+    rows = [r.as_tuple() for r in timeline_rows(table, command.limit, command.archived)]
     return rows_frame(ctx.spark, rows, TIMELINE_COLUMNS)
 
 
 def show_commits(ctx: StatementContext, command: c.ShowCommits) -> DataFrame:
     """CALL show_commits: the newest completed writes with their statistics."""
     table = _core(ctx, command.table, None)
-    return rows_frame(ctx.spark, commit_rows(table, command.limit), COMMITS_COLUMNS)
+    found = commit_rows(table, command.limit, command.archived, command.start_ts,
+                        command.end_ts)
+    return rows_frame(ctx.spark, found, COMMITS_COLUMNS)
 
 
 def show_log_blocks(ctx: StatementContext, command: c.ShowLogBlocks) -> DataFrame:

@@ -1,4 +1,5 @@
-"""SHOW TIMELINE and CALL show_commits: one row per instant of a table's timeline.
+"""SHOW TIMELINE and CALL show_commits: one row per instant of a table's timeline
+(``SHOW TIMELINE t ARCHIVED`` and CALL show_archived_commits add the archived timeline).
 
 The first eight columns are Hudi's ``show_timeline`` procedure's; the rest are what a user
 asks next, read from each completed write's commit metadata. Rows are newest first.
@@ -133,12 +134,47 @@ def _rollback_info(instant: Instant, rolls: dict[str, list[str]], rolled_by: dic
     return None
 
 
-def timeline_rows(table: HudiTable, limit: int | None = None) -> list[TimelineRow]:
-    """The table's active timeline, newest first, at most ``limit`` rows (None: all).
+def timeline_rows(table: HudiTable, limit: int | None = None,
+                  archived: bool = False) -> list[TimelineRow]:
+    """The table's active timeline, newest first, at most ``limit`` rows (None: all);
+    ``archived`` adds the archived instants after the active ones (``timeline_type``
+    ARCHIVED), read only when the active ones leave room under ``limit``.
 
     Raises:
-        CorruptTableError: a completed write's commit metadata is malformed.
+        CorruptTableError: a completed write's commit metadata, or an archive file, is
+            malformed.
     """
+    rows = _active_rows(table, limit)
+    if archived and (limit is None or len(rows) < limit):
+        more = archived_rows(table)
+        rows += more if limit is None else more[:limit - len(rows)]
+    return rows
+
+
+def archived_rows(table: HudiTable) -> list[TimelineRow]:
+    """The archived instants, newest first, each in its latest archived state. The archive
+    keeps no file times, so only ``requested_time`` (the instant time) is known."""
+    from hudisql.table.archive import ArchivedTimeline
+
+    rows = []
+    for entry in reversed(ArchivedTimeline(table.storage, table.timeline).entries):
+        metadata = entry.commit_metadata()
+        stats = metadata.write_stats() if metadata is not None else []
+        rows.append(TimelineRow(
+            instant_time=entry.timestamp, action=entry.action, state=str(entry.state),
+            requested_time=_requested(entry.instant), inflight_time=None, completed_time=None,
+            timeline_type="ARCHIVED", rollback_info=None,
+            operation=metadata.operation_type if metadata is not None else None,
+            records_written=sum(s.num_writes for s in stats) if metadata else None,
+            records_deleted=sum(s.num_deletes for s in stats) if metadata else None,
+            files_written=len({s.path for s in stats if s.path}) if metadata else None,
+            bytes_written=sum(s.total_write_bytes for s in stats) if metadata else None,
+            duration_ms=None,
+        ))
+    return rows
+
+
+def _active_rows(table: HudiTable, limit: int | None) -> list[TimelineRow]:
     timeline = table.timeline
     instants = sorted(timeline.instants, reverse=True)
     if limit is not None:
@@ -200,12 +236,19 @@ def _indexing_operation(timeline: Timeline, instant: Instant) -> str | None:
     return "index " + ",".join(partitions)
 
 
-def commit_rows(table: HudiTable, limit: int) -> list[tuple[object, ...]]:
-    """CALL show_commits: the newest ``limit`` completed writes, newest first."""
+def commit_rows(table: HudiTable, limit: int, archived: bool = False,
+                start_ts: str | None = None, end_ts: str | None = None) -> list[tuple[object, ...]]:
+    """CALL show_commits: the newest ``limit`` completed writes, newest first;
+    ``archived``: CALL show_archived_commits, the archived ones (from ``start_ts`` to
+    ``end_ts``, both included, when given)."""
     rows: list[tuple[object, ...]] = []
-    for row in timeline_rows(table):
+    source = archived_rows(table) if archived else timeline_rows(table)
+    for row in source:
         if len(rows) >= limit:
             break
+        if (start_ts and row.instant_time < start_ts) or (
+                end_ts and row.instant_time > end_ts):
+            continue
         if row.records_written is not None:  # a completed write
             rows.append((row.instant_time, row.action, row.operation, row.records_written,
                          row.records_deleted, row.files_written, row.bytes_written,

@@ -33,7 +33,7 @@ from hudisql.table.incremental import COMMIT_TIME_COLUMN, IncrementalRange, reso
 from hudisql.table.merge import read_file_slice
 from hudisql.table.table import HudiTable
 
-__all__ = ["CDC_SCHEMA", "CdcUnit", "cdc_units", "read_cdc", "read_cdc_unit"]
+__all__ = ["CDC_SCHEMA", "CdcUnit", "cdc_range", "cdc_units", "read_cdc", "read_cdc_unit"]
 
 #: Hudi's CDC query columns.
 CDC_SCHEMA = pa.schema([("op", pa.string()), ("ts_ms", pa.string()),
@@ -62,7 +62,7 @@ def cdc_units(table: HudiTable, rng: IncrementalRange) -> list[CdcUnit]:
     """The units of work of a CDC query over ``rng``, in instant then partition order."""
     units: list[CdcUnit] = []
     for instant in rng.instants:
-        metadata = table.timeline.commit_metadata(instant)
+        metadata = rng.commit_metadata(table, instant)
         if metadata.compacted or (metadata.operation_type or "").lower() in _NO_CHANGE_OPERATIONS:
             continue
         written: dict[str, set[str]] = {}
@@ -132,13 +132,30 @@ def read_cdc_unit(table: HudiTable, unit: CdcUnit) -> pa.Table:
                      "after": afters}, schema=CDC_SCHEMA)
 
 
+def cdc_range(table: HudiTable, begin: str | None, end: str | None = None,
+              latest: str | None = None) -> IncrementalRange:
+    """The range of a CDC query. Archived instants in it are read from the archived
+    timeline (a full scan has no changes to give, so the full-scan fallback does not
+    apply); a range whose earlier state a clean deleted is refused.
+
+    Raises:
+        ReadOptionError: see :func:`hudisql.table.incremental.resolve_range`, or the state
+            before the range was cleaned.
+    """
+    rng = resolve_range(table, begin, end, full_scan_fallback=False, latest=latest)
+    if rng.instants:  # the state before the first change must still be readable
+        table.check_readable_as_of(rng.begin or rng.instants[0])
+    return rng
+
+
 def read_cdc(table: HudiTable, begin: str | None, end: str | None = None, *,
              full_scan_fallback: bool = False) -> pa.Table:
-    """Every change of ``(begin, end]`` as rows of :data:`CDC_SCHEMA`, in instant order.
+    """Every change of ``(begin, end]`` as rows of :data:`CDC_SCHEMA`, in instant order
+    (``full_scan_fallback`` has no effect on changes: see :func:`cdc_range`).
 
     Raises:
         ReadOptionError: see :func:`hudisql.table.incremental.resolve_range`.
     """
-    rng = resolve_range(table, begin, end, full_scan_fallback=full_scan_fallback)
+    rng = cdc_range(table, begin, end)
     parts = [read_cdc_unit(table, unit) for unit in cdc_units(table, rng)]
     return pa.concat_tables(parts) if parts else CDC_SCHEMA.empty_table()

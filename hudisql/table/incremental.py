@@ -10,21 +10,25 @@ written in the range, that state: exactly the snapshot as of ``end`` cut to the 
 rolled-back instants never count (a snapshot never sees them), and only the file groups
 that completed instants of the range wrote are read.
 
-Instants before the active timeline (archived) carry no commit metadata here, so a range
-that starts there cannot name the file groups it touched: it is refused unless
-``hoodie.datasource.read.incr.fallback.fulltablescan.enable`` asks for the full scan
-(exact too: the snapshot as of ``end`` filtered by commit time), as Hudi does.
+A range that starts before the active timeline (or at ``earliest``) on a table with
+archived instants loads the archived timeline and reads their commit metadata, so it names
+the file groups they wrote and CDC reads their changes; with
+``hoodie.datasource.read.incr.fallback.fulltablescan.enable=true`` a latest-state range
+scans every file group instead (the snapshot as of ``end`` filtered by commit time, exact
+too), as Hudi does. Apache Hudi 0.x reads only the active instants of such a range when the
+fallback is off; hudisql reads the archived ones too rather than miss their changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudisql.errors import HudiSqlError, ReadOptionError
+from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.fsview import FileSlice
 from hudisql.table.instant import WRITE_ACTIONS, Action
 from hudisql.table.merge import read_file_slice
@@ -68,6 +72,13 @@ class IncrementalRange:
     end: str | None
     instants: tuple[str, ...]
     file_groups: frozenset[tuple[str, str]] | None
+    #: The commit metadata of the archived instants among ``instants``.
+    archived: Mapping[str, CommitMetadata] = field(default_factory=dict)
+
+    def commit_metadata(self, table: HudiTable, instant: str) -> CommitMetadata:
+        """The commit metadata of ``instant`` (archived or active)."""
+        found = self.archived.get(instant)
+        return found if found is not None else table.timeline.commit_metadata(instant)
 
     @property
     def is_empty(self) -> bool:
@@ -122,7 +133,7 @@ def check_on_timeline(table: HudiTable, text: str, instant: str, option: str) ->
         ReadOptionError: the instant is not on the timeline (names its neighbours).
     """
     timeline = table.timeline
-    start = timeline.start_timestamp
+    start = timeline.archive_boundary
     if not (text.isdigit() and len(text) == 17) or timeline.get(instant) is not None:
         return
     if start is not None and instant < start:
@@ -207,43 +218,51 @@ def resolve_range(table: HudiTable, begin: str | None, end: str | None = None, *
             f"{begin_option}={begin} is after {end_option}={end or stop} on table "
             f"{table.name}: the range (begin, end] is empty the wrong way round; swap them")
     rolled_back = timeline.rolled_back_instants()
-    instants = tuple(
-        i.timestamp for i in timeline.completed(WRITE_ACTIONS)
-        if i.timestamp not in rolled_back and stop is not None and i.timestamp <= stop
-        and (start is None or i.timestamp > start))
+
+    def wanted(ts: str) -> bool:
+        return (ts not in rolled_back and stop is not None and ts <= stop
+                and (start is None or ts > start))
+
+    archived: dict[str, CommitMetadata] = {}
+    if _reaches_archive(table, start) and not (start is not None and full_scan_fallback):
+        archived = _archived_writes(table, wanted)
+    instants = tuple(sorted(archived)) + tuple(
+        i.timestamp for i in timeline.completed(WRITE_ACTIONS) if wanted(i.timestamp))
     groups: frozenset[tuple[str, str]] | None = None
-    if start is not None and not _archived_before(table, start, full_scan_fallback):
-        groups = frozenset(_written_file_groups(table, instants))
-    return IncrementalRange(start, stop, instants, groups)
+    if start is not None and not (full_scan_fallback and _reaches_archive(table, start)):
+        groups = frozenset(_written_file_groups(table, instants, archived))
+    return IncrementalRange(start, stop, instants, groups, archived)
 
 
-def _archived_before(table: HudiTable, begin: str, fallback: bool) -> bool:
-    """True when instants after ``begin`` may be archived (and the fallback allows a scan).
-
-    Raises:
-        ReadOptionError: they may be, and ``fallback`` is off.
-    """
-    start = table.timeline.start_timestamp
-    if start is None or begin >= start:
+def _reaches_archive(table: HudiTable, begin: str | None) -> bool:
+    """True when the range starts before the active timeline and instants were archived."""
+    boundary = table.timeline.archive_boundary
+    if boundary is None or (begin is not None and begin >= boundary):
         return False
     archive = table.properties.archive_dir
-    if not table.storage.exists(archive) or not any(
-            not f.is_dir for f in table.storage.list_dir(archive)):
-        return False
-    if fallback:
-        return True
-    raise ReadOptionError(
-        f"hoodie.datasource.read.begin.instanttime={begin} lies before the active timeline "
-        f"of table {table.name} (it starts at {start}; older instants were archived, so the "
-        f"files they wrote are unknown): begin at {start} or later, or set "
-        f"{FULL_SCAN_FALLBACK}=true to scan the whole table")
+    return table.storage.exists(archive) and any(
+        not f.is_dir for f in table.storage.list_dir(archive))
 
 
-def _written_file_groups(table: HudiTable, instants: Iterable[str]
-                         ) -> set[tuple[str, str]]:
+def _archived_writes(table: HudiTable, wanted: Callable[[str], bool]
+                     ) -> dict[str, CommitMetadata]:
+    """The archived completed writes ``wanted`` keeps, with their commit metadata: a range
+    that starts among archived instants reads them (loading the archived timeline)."""
+    from hudisql.table.archive import ArchivedTimeline
+
+    found: dict[str, CommitMetadata] = {}
+    for entry in ArchivedTimeline(table.storage, table.timeline).completed():
+        metadata = entry.commit_metadata()
+        if metadata is not None and wanted(entry.timestamp):
+            found[entry.timestamp] = metadata
+    return found
+
+
+def _written_file_groups(table: HudiTable, instants: Iterable[str],
+                         archived: Mapping[str, CommitMetadata]) -> set[tuple[str, str]]:
     groups: set[tuple[str, str]] = set()
     for timestamp in instants:
-        metadata = table.timeline.commit_metadata(timestamp)
+        metadata = archived.get(timestamp) or table.timeline.commit_metadata(timestamp)
         for partition, stats in metadata.partition_to_write_stats.items():
             groups.update((stat.partition_path or partition, stat.file_id) for stat in stats)
     return groups

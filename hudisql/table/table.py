@@ -18,10 +18,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from hudisql.errors import CorruptTableError, HudiSqlError, UnsupportedFormatError
+from hudisql.errors import (
+    CorruptTableError,
+    HudiSqlError,
+    ReadOptionError,
+    UnsupportedFormatError,
+)
 from hudisql.table.fsview import FileSlice, FileSystemView
 from hudisql.table.fsview import base_files_only as base_files_only_view
-from hudisql.table.instant import Instant
+from hudisql.table.instant import Action, Instant
 from hudisql.table.merge import read_file_slice
 from hudisql.table.properties import TableProperties
 from hudisql.table.schema import avro_to_arrow, with_meta_fields
@@ -176,6 +181,11 @@ class HudiTable:
             schema = _commit_schema(self.timeline, instant)
             if schema:
                 return schema
+        boundary = self.timeline.archive_boundary
+        if as_of is not None and boundary is not None and as_of < boundary:
+            archived = self._archived_schema(as_of, rolled_back)
+            if archived:
+                return archived
         if self.properties.create_schema:
             return self.properties.create_schema
         raise CorruptTableError(
@@ -183,6 +193,45 @@ class HudiTable:
             f"{'' if as_of is None else f' up to {as_of}'} records a schema and "
             "hoodie.properties has no hoodie.table.create.schema; write to the table first"
         )
+
+    def _archived_schema(self, as_of: str, rolled_back: set[str]) -> str | None:
+        """The schema of the last archived write no later than ``as_of`` (loads the archive)."""
+        from hudisql.table.archive import ArchivedTimeline
+
+        for entry in reversed(ArchivedTimeline(self.storage, self.timeline).completed()):
+            if entry.timestamp > as_of or entry.timestamp in rolled_back:
+                continue
+            metadata = entry.commit_metadata()
+            if metadata is not None and metadata.schema:
+                return metadata.schema
+        return None
+
+    def check_readable_as_of(self, as_of: str | None) -> None:
+        """Refuse a read as of an instant whose files a clean may have deleted.
+
+        A ``KEEP_LATEST_COMMITS`` clean keeps what readers as of its earliest commit to
+        retain (or later) need; a reader as of an earlier instant could miss deleted file
+        slices and read wrong rows, so it is refused instead.
+
+        Raises:
+            ReadOptionError: ``as_of`` is older than the latest clean's earliest commit to
+                retain (names both and what to do).
+        """
+        as_of = normalize_as_of(as_of)
+        last = self.timeline.last_completed([Action.CLEAN]) if as_of is not None else None
+        if as_of is None or last is None:
+            return
+        from hudisql.table.service_plans import CleanMetadata
+
+        clean = CleanMetadata.parse(self.timeline.read_content(last), last.file_name)
+        retained = clean.earliest_commit_to_retain
+        if retained and as_of < retained:
+            raise ReadOptionError(
+                f"table {self.name} cannot be read as of {as_of}: that instant was cleaned "
+                f"(the clean at {last.timestamp} deleted file slices readers before {retained} "
+                f"need); read as of {retained} or later, or keep more history with "
+                "hoodie.cleaner.commits.retained"
+            )
 
     def schema_as_of(self, as_of: str | None) -> pa.Schema:
         """The Arrow schema (meta columns first) as of ``as_of``; see :meth:`avro_schema_as_of`."""
@@ -234,6 +283,7 @@ class HudiTable:
                 "payload, not by record key; read it with hudisql.read_table(path) or "
                 "spark.read.format('hudi').load(path)")
         as_of = normalize_as_of(as_of)
+        self.check_readable_as_of(as_of)
         schema = self.schema_as_of(as_of)
         if columns is not None:
             unknown = [c for c in columns if c not in schema.names]

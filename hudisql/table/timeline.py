@@ -3,8 +3,9 @@
 Loads timeline layout 1 (``.hoodie``, table version 6) and layout 2 (``.hoodie/timeline``,
 versions 8 and 9); writes layout 1 only. Each state change is a new file created with
 create-if-absent, so two writers can never both create one instant or one state of it.
-Archived instants (``.hoodie/archived``, ``.hoodie/timeline/history``) are not loaded: an
-instant older than the first active one counts as completed unless a rollback names it.
+Archived instants (``.hoodie/archived``; ``hudisql.table.archive.ArchivedTimeline`` loads
+them on demand) are not loaded here: an instant older than the first active write instant
+counts as completed unless a rollback names it.
 """
 
 from __future__ import annotations
@@ -172,16 +173,27 @@ class Timeline:
         instants = self._index()[0]
         return instants[0].timestamp if instants else None
 
+    @property
+    def archive_boundary(self) -> str | None:
+        """The instant time of the first active write instant (any state): archival moves
+        only completed writes (and the cleans and rollbacks among them) out, so every write
+        instant older than this one was archived. Savepoints, indexing and restores stay
+        active, so they do not count."""
+        for instant in self._index()[0]:
+            if instant.action in WRITE_ACTIONS or instant.action in COMMIT_ACTIONS:
+                return instant.timestamp
+        return None
+
     def is_completed(self, timestamp: str) -> bool:
         """True when the instant at ``timestamp`` completed.
 
-        An instant time not on the active timeline but older than its first instant was
-        archived, and counts as completed unless a completed rollback names it.
+        An instant time not on the active timeline but older than its first write instant
+        was archived, and counts as completed unless a completed rollback names it.
         """
         instant = self.get(timestamp)
         if instant is not None:
             return instant.is_completed
-        start = self.start_timestamp
+        start = self.archive_boundary
         return start is not None and timestamp < start and (
             timestamp not in self._rolled_back_set()
         )

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import hudisql
-from hudisql.errors import ReadOptionError
+from hudisql.errors import CorruptTableError, ReadOptionError
 from hudisql.table.cdc import read_cdc
 from hudisql.table.incremental import check_time_travel, read_incremental, resolve_range
 from hudisql.table.table import HudiTable
@@ -213,12 +213,18 @@ def test_pending_writes_bound_the_default_end(history: History) -> None:
     assert check_time_travel(table, history.late) == history.late
 
 
-def test_archived_instants_need_the_full_scan_fallback(history: History) -> None:
+def test_a_damaged_archive_is_an_error_unless_the_full_scan_fallback_is_on(
+    history: History,
+) -> None:
+    # A range that starts among archived instants reads the archived timeline (issue 28;
+    # tests/services/test_archival.py reads real archives): a damaged archive file is an
+    # error naming it, never instants silently left out.
     table = history.table()
     archive = Path(history.path) / ".hoodie" / "archived"
     archive.mkdir(exist_ok=True)
     (archive / ".commits_.archive.1_1-0-1").write_bytes(b"archived instants")
-    with pytest.raises(ReadOptionError, match=r"fulltablescan\.enable=true"):
+    with pytest.raises(CorruptTableError, match=r"commits_\.archive\.1_1-0-1 is damaged.*"
+                       r"fulltablescan\.enable=true"):
         read_incremental(table, "20000101000000000")
     full = read_incremental(table, "20000101000000000", full_scan_fallback=True)
     assert full.num_rows == 22

@@ -1,0 +1,134 @@
+"""History benchmark (issue 28): does a small commit cost the same after years of commits?
+
+N small SQL commits on one merge-on-read table with the defaults (automatic clean and
+archival on): an ``INSERT`` of 20 new rows, every 4th commit an ``UPDATE`` of 20 existing
+rows. Reports the median commit time of the first 25 and of the last 25 commits and their
+ratio (goal <= 1.2), the files under ``.hoodie`` at the end (goal: bounded by the archival
+settings, not by N), and a point query and a ``count(*)`` at commits 25, N/2 and N. With
+``--profile`` it also profiles commit 10 and the last commit (cProfile, top functions by
+cumulative time). The machine's load is printed with the figures.
+
+Run: ``.venv/bin/python benchmarks/bench_history.py --commits 400``
+(``--commits`` defaults to the issue's 2,000; ``--no-services`` turns automatic clean and
+archival off, for the comparison).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import hudisql
+
+ROWS = 20
+
+
+def _load() -> str:
+    return "load average %.2f %.2f %.2f" % os.getloadavg()
+
+
+def _statement(n: int, inserted: int) -> tuple[str, int]:
+    """The SQL of commit ``n`` (1-based) and the rows inserted so far after it."""
+    if n % 4 == 0 and inserted >= ROWS:
+        first = (n * 7) % (inserted - ROWS + 1)
+        return (f"UPDATE h SET v = 'u{n}', ts = {n} WHERE id >= {first} AND id < "
+                f"{first + ROWS}", inserted)
+    values = ", ".join(f"({inserted + i}, 'v{n}', {n})" for i in range(ROWS))
+    return f"INSERT INTO h VALUES {values}", inserted + ROWS
+
+
+def _files(root: Path) -> tuple[int, int]:
+    """(files under .hoodie, instant files of the active timeline)."""
+    hoodie = root / ".hoodie"
+    everything = sum(1 for p in hoodie.rglob("*") if p.is_file())
+    active = sum(1 for p in hoodie.iterdir() if p.is_file() and p.name[:1].isdigit())
+    return everything, active
+
+
+def _queries(session: hudisql.HudiSession, inserted: int) -> tuple[float, float, int]:
+    start = time.perf_counter()
+    got = session.sql(f"SELECT * FROM h WHERE id = {inserted // 2}").collect()
+    point = time.perf_counter() - start
+    assert len(got) == 1, got
+    start = time.perf_counter()
+    count = session.sql("SELECT count(*) FROM h").collect()[0][0]
+    counted = time.perf_counter() - start
+    return point, counted, int(count)
+
+
+def _profile(session: hudisql.HudiSession, sql: str, label: str) -> float:
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.enable()
+    session.sql(sql)
+    profiler.disable()
+    took = time.perf_counter() - start
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(25)
+    print(f"--- profile of {label} ({took:.2f} s) ---")
+    print("\n".join(out.getvalue().splitlines()[:60]))
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--commits", type=int, default=2000, help="commits to make")
+    parser.add_argument("--no-services", action="store_true",
+                        help="hoodie.clean.automatic=false and hoodie.archive.automatic=false")
+    parser.add_argument("--profile", action="store_true", help="profile commit 10 and the last")
+    args = parser.parse_args()
+    n_commits = max(args.commits, 50)
+    conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
+    if args.no_services:
+        conf.update({"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"})
+    work = Path(tempfile.mkdtemp(prefix="bench_history_"))
+    session = hudisql.connect(warehouse=str(work / "wh"), conf=conf)
+    session.sql("CREATE TABLE h (id INT, v STRING, ts BIGINT) USING hudi "
+                "TBLPROPERTIES (type = 'mor', primaryKey = 'id', preCombineField = 'ts')")
+    root = Path(session.table("h").path)
+    print(f"{n_commits} commits, services {'off' if args.no_services else 'on'}; start: "
+          f"{_load()}")
+    checkpoints = {25, n_commits // 2, n_commits}
+    times: list[float] = []
+    inserted = 0
+    started = time.perf_counter()
+    for n in range(1, n_commits + 1):
+        sql, inserted = _statement(n, inserted)
+        if args.profile and n in (10, n_commits):
+            times.append(_profile(session, sql, f"commit {n}"))
+        else:
+            start = time.perf_counter()
+            session.sql(sql)
+            times.append(time.perf_counter() - start)
+        if n in checkpoints:
+            point, counted, rows = _queries(session, inserted)
+            everything, active = _files(root)
+            assert rows == inserted, (rows, inserted)
+            print(f"commit {n:5d}: median of the last 25 commits "
+                  f"{statistics.median(times[-25:]):.3f} s; point query {point:.3f} s, "
+                  f"count(*) {counted:.3f} s ({rows} rows); files under .hoodie {everything}, "
+                  f"active instant files {active}; {_load()}", flush=True)
+        elif n % 50 == 0:
+            print(f"commit {n:5d}: median of the last 25 {statistics.median(times[-25:]):.3f} s"
+                  f" ({_load()})", flush=True)
+    first, last = statistics.median(times[:25]), statistics.median(times[-25:])
+    everything, active = _files(root)
+    print(f"median commit: first 25 {first:.3f} s, last 25 {last:.3f} s, ratio "
+          f"{last / first:.2f} (goal <= 1.2)")
+    print(f"files under .hoodie at the end: {everything} (active instant files {active}); "
+          f"total {time.perf_counter() - started:.0f} s; end: {_load()}")
+    session.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,262 @@
+"""Timeline archival (issue 28): Hudi's archived timeline format, each rule that holds
+archival back, a failure injected at each step and a re-run, the metadata table's own
+archival, and hudi-rs reading the archived table row for row (in-process, no Spark)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hudisql.errors import ReadOptionError
+from hudisql.metadata.participant import participants_for
+from hudisql.metadata.table import MetadataTable
+from hudisql.services.archive import run_archive
+from hudisql.services.clean import run_clean
+from hudisql.services.compaction import schedule_compaction
+from hudisql.services.log_compaction import schedule_log_compaction
+from hudisql.table.archive import ArchivedTimeline
+from hudisql.table.archive_format import archive_files, read_archive_file
+from hudisql.table.commit_metadata import write_avro_container
+from hudisql.table.instant import Action, State
+from hudisql.table.table import HudiTable
+from hudisql.txn.writer import WriteClient
+from tests.services.kit import Crash, crash_at, mor_table, rec, rows, rs_rows, write_instants
+
+COMMITS = ("commit", "deltacommit", "replacecommit")
+
+
+def _table(tmp_path: Path, n: int = 40, table_type: str = "MERGE_ON_READ") -> tuple[
+        WriteClient, Path, list[str]]:
+    client = mor_table(tmp_path, keys=4, table_type=table_type)
+    done = [write_instants(tmp_path / "t")[0]]
+    for r in range(n - 1):
+        done.append(client.upsert([rec(i, 2 + r, f"u{r}-{i}") for i in range(2)]).instant_time)
+    return client, tmp_path / "t", done
+
+
+def _everything(path: Path) -> tuple[list[str], list[str]]:
+    """(active completed commits, archived completed commits), each in order."""
+    table = HudiTable.open(str(path))
+    active = [i.timestamp for i in table.timeline.completed(COMMITS)]
+    archived = [e.timestamp for e in ArchivedTimeline(table.storage, table.timeline).completed()]
+    return active, archived
+
+
+def test_archival_moves_the_oldest_commits_in_hudis_format_and_reads_stay_exact(
+    tmp_path: Path,
+) -> None:
+    _, path, done = _table(tmp_path)
+    before, as_of_fifth = rows(path), rows(path, done[4])
+    result = run_archive(HudiTable.open(str(path)))
+    assert [i.timestamp for i in result.data] == done[:20]
+    active, archived = _everything(path)
+    assert (active, archived) == (done[20:], done[:20])
+    # One file, named and framed as Hudi's archiver names it: one record per state file.
+    table = HudiTable.open(str(path))
+    [(version, rel)] = archive_files(table.storage, ".hoodie/archived")
+    assert rel == ".hoodie/archived/.commits_.archive.1_1-0-1" and version == 1
+    entries = read_archive_file(table.storage, rel)
+    assert [(e.timestamp, e.action, e.state) for e in entries[:3]] == [
+        (done[0], "deltacommit", State.REQUESTED), (done[0], "deltacommit", State.INFLIGHT),
+        (done[0], "deltacommit", State.COMPLETED)]
+    assert entries[2].record["actionType"] == "deltacommit"
+    assert entries[2].record["actionState"] == "COMPLETED"
+    assert entries[2].record["hoodieCommitMetadata"]["operationType"] == "INSERT"
+    archived_meta = entries[2].commit_metadata()
+    assert archived_meta is not None and archived_meta.operation_type == "INSERT"
+    assert archived_meta.schema == HudiTable.open(str(path)).avro_schema_as_of(done[20])
+    assert not any(n.name.startswith(tuple(done[:20])) for n in (path / ".hoodie").iterdir())
+    # Every reader: latest and as of an archived instant whose files are still there.
+    assert rows(path) == before == rs_rows(path)
+    assert rows(path, done[4]) == as_of_fifth == rs_rows(path, done[4])
+    assert not run_archive(HudiTable.open(str(path)))  # nothing more is due
+
+
+def _between(done: list[str], k: int) -> str:
+    ts = str(int(done[k]) + 1)
+    assert done[k] < ts < done[k + 1]
+    return ts
+
+
+def _pending_write(path: Path, done: list[str]) -> str:
+    table = HudiTable.open(str(path))
+    table.timeline.create_requested(Action.DELTACOMMIT, _between(done, 5))
+    return done[5]  # the completed commit before it stays
+
+
+def _pending_clustering(path: Path, done: list[str]) -> str:
+    HudiTable.open(str(path)).timeline.create_requested(Action.CLUSTERING, _between(done, 7))
+    return done[7]
+
+
+def _savepoint(path: Path, done: list[str]) -> str:
+    timeline = HudiTable.open(str(path)).timeline
+    content = write_avro_container(
+        '{"type":"record","name":"HoodieSavepointMetadata","namespace":'
+        '"org.apache.hudi.avro.model","fields":[{"name":"savepointedBy","type":"string"},'
+        '{"name":"savepointedAt","type":"long"},{"name":"comments","type":"string"},'
+        '{"name":"partitionMetadata","type":{"type":"map","values":"string"}}]}',
+        [{"savepointedBy": "t", "savepointedAt": 0, "comments": "", "partitionMetadata": {}}])
+    savepoint = timeline.create_inflight(Action.SAVEPOINT, _between(done, 9))
+    timeline.complete(savepoint, content)
+    return done[10]  # commits from the savepoint on stay
+
+
+@pytest.mark.parametrize("blocker", [_pending_write, _pending_clustering, _savepoint])
+def test_a_pending_write_or_a_savepoint_holds_archival_back(tmp_path: Path, blocker) -> None:  # type: ignore[no-untyped-def]
+    _, path, done = _table(tmp_path)
+    first_kept = blocker(path, done)
+    run_archive(HudiTable.open(str(path)))
+    active, archived = _everything(path)
+    assert archived == done[:done.index(first_kept)] and active[0] == first_kept
+
+
+def test_pending_compaction_and_log_compaction_hold_archival_back(tmp_path: Path) -> None:
+    client, path, done = _table(tmp_path, n=8)
+    compaction = schedule_compaction(HudiTable.open(str(path)))
+    assert compaction is not None
+    for r in range(30):
+        client.upsert([rec(0, 100 + r, f"late{r}")])
+    run_archive(HudiTable.open(str(path)))
+    assert _everything(path)[1] == done[:7]  # up to the commit before the plan
+    _, path2, done2 = _table(tmp_path / "lc", n=8)
+    client2 = WriteClient(HudiTable.open(str(path2)))
+    assert schedule_log_compaction(
+        HudiTable.open(str(path2)), {"hoodie.log.compaction.blocks.threshold": "2"})
+    for r in range(30):
+        client2.upsert([rec(1, 100 + r, f"late{r}")])
+    run_archive(HudiTable.open(str(path2)))
+    assert _everything(path2)[1] == done2[:7]
+
+
+def test_the_cleaners_earliest_commit_to_retain_holds_archival_back(tmp_path: Path) -> None:
+    _, path, done = _table(tmp_path, table_type="COPY_ON_WRITE")
+    clean = run_clean(HudiTable.open(str(path)), {"hoodie.cleaner.commits.retained": "25"})
+    assert clean is not None and clean.earliest_commit_to_retain == done[15]
+    before = rows(path)
+    run_archive(HudiTable.open(str(path)))
+    active, archived = _everything(path)
+    assert archived[-1] < done[15] and active[0] == done[15]
+    assert HudiTable.open(str(path)).timeline.completed([Action.CLEAN])  # newer than archived
+    assert rows(path) == before == rs_rows(path)
+    with pytest.raises(ReadOptionError, match=rf"as of {done[3]}: that instant was cleaned"):
+        rows(path, done[3])  # archived, and the clean deleted what it needs
+    assert rows(path, done[15]) == rs_rows(path, done[15])
+
+
+def test_bad_settings_are_refused_before_anything_moves(tmp_path: Path) -> None:
+    from hudisql.errors import TableServiceError
+
+    _, path, _ = _table(tmp_path, n=35)
+    with pytest.raises(TableServiceError, match=r"hoodie.keep.max.commits=20 must be greater"):
+        run_archive(HudiTable.open(str(path)), {"hoodie.keep.max.commits": "20"})
+    assert archive_files(HudiTable.open(str(path)).storage, ".hoodie/archived") == []
+
+
+@pytest.mark.parametrize("event", ["written", "pending_deleted", "completed_deleted"])
+def test_a_failure_at_each_step_loses_nothing_and_a_rerun_finishes(
+    tmp_path: Path, event: str,
+) -> None:
+    _, path, done = _table(tmp_path)
+    before, as_of = rows(path), rows(path, done[3])
+    with pytest.raises(Crash):
+        run_archive(HudiTable.open(str(path)), on_step=crash_at(event))
+    active, archived = _everything(path)
+    assert sorted(set(active) | set(archived)) == done  # every instant, once
+    assert not set(active) & set(archived)
+    assert rows(path) == before == rs_rows(path) and rows(path, done[3]) == as_of
+    run_archive(HudiTable.open(str(path)))
+    assert _everything(path) == (done[20:], done[:20])
+    table = HudiTable.open(str(path))
+    assert len(archive_files(table.storage, ".hoodie/archived")) == 1  # nothing listed twice
+    assert rows(path) == before == rs_rows(path)
+
+
+def test_the_metadata_table_holds_archival_back_and_archives_its_own_timeline(
+    tmp_path: Path,
+) -> None:
+    from tests.metadata.skipping_helpers import indexed_table
+    from tests.metadata.test_build_validate import row
+
+    table = indexed_table(tmp_path / "t", rows=10)
+    options = {"hoodie.metadata.compact.max.delta.commits": "10"}
+    client = WriteClient(table, max_records_per_file=5,
+                         participants=participants_for(table, options))
+    for r in range(45):
+        client.upsert([row(r % 10, ts=100 + r, rider=f"r{r}")])
+    path = tmp_path / "t"
+    before = rows(path)
+    mdt_compactions = [i.timestamp for i in
+                       MetadataTable(HudiTable.open(str(path))).timeline.completed(["commit"])]
+    assert mdt_compactions
+    result = run_archive(HudiTable.open(str(path)))
+    assert result.data and all(i.timestamp < mdt_compactions[-1] for i in result.data)
+    assert result.metadata  # the metadata table trimmed its own timeline
+    mdt = HudiTable.open(str(path / ".hoodie/metadata"))
+    data_first = HudiTable.open(str(path)).timeline.completed(COMMITS)[0].timestamp
+    assert all(i.timestamp < data_first for i in result.metadata)
+    assert archive_files(mdt.storage, ".hoodie/archived")
+    assert rows(path) == before == rs_rows(path)
+    # The autouse fixture validates the metadata table against the data afterwards.
+
+
+def test_without_a_metadata_compaction_nothing_is_archived(tmp_path: Path) -> None:
+    from tests.metadata.skipping_helpers import indexed_table
+    from tests.metadata.test_build_validate import row
+
+    table = indexed_table(tmp_path / "t", rows=10)
+    options = {"hoodie.metadata.compact.max.delta.commits": "1000"}
+    client = WriteClient(table, max_records_per_file=5,
+                         participants=participants_for(table, options))
+    for r in range(35):
+        client.upsert([row(r % 10, ts=100 + r)])
+    assert not run_archive(HudiTable.open(str(tmp_path / "t")), options)
+
+
+def test_incremental_and_cdc_queries_read_archived_instants(tmp_path: Path) -> None:
+    from hudisql.table.cdc import read_cdc
+    from hudisql.table.incremental import read_incremental
+
+    _, path, done = _table(tmp_path)
+
+    def queries() -> list[object]:
+        table = HudiTable.open(str(path))
+        return [read_incremental(table, done[3]).sort_by("_hoodie_record_key").to_pylist(),
+                read_incremental(table, "earliest").sort_by("_hoodie_record_key").to_pylist(),
+                read_cdc(table, done[3]).to_pylist(), read_cdc(table, "earliest").to_pylist()]
+
+    before = queries()
+    assert before[2] and before[3]
+    run_archive(HudiTable.open(str(path)))
+    assert queries() == before
+    table = HudiTable.open(str(path))
+    full = read_incremental(table, done[3], full_scan_fallback=True)
+    assert full.sort_by("_hoodie_record_key").to_pylist() == before[0]
+
+
+def test_show_timeline_archived_and_show_archived_commits(tmp_path: Path) -> None:
+    from hudisql.parser import ShowCommits, ShowTimeline, parse_script
+    from hudisql.sql.timeline import commit_rows, timeline_rows
+
+    _, path, done = _table(tmp_path)
+    run_archive(HudiTable.open(str(path)))
+    table = HudiTable.open(str(path))
+    rows_ = timeline_rows(table, archived=True)
+    assert [r.instant_time for r in rows_] == list(reversed(done))
+    assert {r.timeline_type for r in rows_[20:]} == {"ARCHIVED"}
+    assert rows_[-1].operation == "INSERT" and rows_[-1].records_written == 4
+    assert [r.instant_time for r in timeline_rows(table)] == list(reversed(done[20:]))
+    assert len(timeline_rows(table, 25, archived=True)) == 25
+    archived = commit_rows(table, 5, archived=True)
+    assert [r[0] for r in archived] == list(reversed(done[15:20]))
+    assert [r[0] for r in commit_rows(table, 50, True, done[2], done[4])] == [
+        done[4], done[3], done[2]]
+    [timeline] = [s.command for s in parse_script("SHOW TIMELINE t ARCHIVED LIMIT 3")]
+    assert timeline == ShowTimeline(table=timeline.table, limit=3, archived=True)
+    [call] = [s.command for s in parse_script(
+        f"CALL show_archived_commits(table => 't', limit => 5, start_ts => '{done[1]}')")]
+    assert isinstance(call, ShowCommits) and call.archived and call.start_ts == done[1]
+    [shown] = [s.command for s in parse_script(
+        "CALL show_timeline(table => 't', showArchived => true)")]
+    assert isinstance(shown, ShowTimeline) and shown.archived

@@ -1,0 +1,66 @@
+"""Clean and archival after every SQL write by default, with Hudi's option names (issue 28):
+the archived timeline through SHOW TIMELINE ... ARCHIVED and CALL show_archived_commits,
+time travel refused for a cleaned instant, and both services switched off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hudi import HudiTable as RsTable
+from pyspark.sql import SparkSession
+
+import hudisql
+from hudisql.catalog import SqlCatalog
+from hudisql.errors import ReadOptionError
+from hudisql.table import HudiTable
+
+SMALL = {"hoodie.cleaner.commits.retained": "1", "hoodie.keep.min.commits": "2",
+         "hoodie.keep.max.commits": "3"}
+
+
+def _session(spark: SparkSession, tmp_path: Path, conf: dict[str, str]) -> hudisql.HudiSession:
+    catalog = SqlCatalog("test", uri=f"sqlite:///{tmp_path}/catalog.db",
+                         warehouse=str(tmp_path / "warehouse"), poll_interval=0)
+    return hudisql.connect(spark, warehouse=tmp_path / "warehouse", catalog=catalog, conf=conf)
+
+
+def _writes(session: hudisql.HudiSession, name: str) -> list[str]:
+    session.sql(f"CREATE TABLE {name} (id INT, v STRING, ts BIGINT) USING hudi "
+                "TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts')")
+    session.sql(f"INSERT INTO {name} VALUES (1, 'a', 1), (2, 'b', 1)")
+    for n in range(2, 7):
+        session.sql(f"UPDATE {name} SET v = 'v{n}', ts = {n} WHERE id = 1")
+    table = HudiTable.open(session.table(name).path)
+    return [i.timestamp for i in table.timeline.completed(["commit"])]
+
+
+@pytest.mark.slow
+def test_sql_writes_clean_and_archive_by_default(spark: SparkSession, tmp_path: Path) -> None:
+    session = _session(spark, tmp_path, SMALL)
+    active = _writes(session, "t")
+    path = session.table("t").path
+    table = HudiTable.open(path)
+    assert len(active) == 3 and table.timeline.completed(["clean"])
+    archived = [r["commit_time"] for r in
+                session.sql("CALL show_archived_commits(table => 't', limit => 10)").collect()]
+    assert len(archived) == 3 and max(archived) < min(active)  # 6 writes: 3 moved out
+    shown = session.sql("SHOW TIMELINE t ARCHIVED").collect()
+    assert {r["instant_time"] for r in shown if r["timeline_type"] == "ARCHIVED"} >= set(archived)
+    got = sorted((r["id"], r["v"]) for r in session.sql("SELECT id, v FROM t").collect())
+    assert got == [(1, "v6"), (2, "b")]
+    theirs = pa.Table.from_batches(RsTable(path).read()).sort_by("id")
+    assert list(zip(theirs["id"].to_pylist(), theirs["v"].to_pylist(), strict=True)) == got
+    with pytest.raises(ReadOptionError, match="that instant was cleaned"):
+        session.sql(f"SELECT * FROM t TIMESTAMP AS OF '{archived[-1]}'").collect()
+
+
+@pytest.mark.slow
+def test_both_services_switch_off(spark: SparkSession, tmp_path: Path) -> None:
+    session = _session(spark, tmp_path, {**SMALL, "hoodie.clean.automatic": "false",
+                                         "hoodie.archive.automatic": "false"})
+    assert len(_writes(session, "quiet")) == 6
+    table = HudiTable.open(session.table("quiet").path)
+    assert not table.timeline.completed(["clean"])
+    assert not any((Path(table.base_path) / ".hoodie" / "archived").iterdir())
