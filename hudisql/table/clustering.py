@@ -55,6 +55,7 @@ __all__ = [
     "ClusteringSettings",
     "SliceInfo",
     "build_groups",
+    "clustered_groups",
     "clustering_metadata",
     "clustering_plan",
     "execute_group",
@@ -67,7 +68,8 @@ CLUSTER_OPERATION = "CLUSTER"
 #: The execution strategy Hudi's Spark clustering plans name.
 EXECUTION_STRATEGY = (
     "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy")
-PLAN_STRATEGY = "org.apache.hudi.client.clustering.plan.strategy.SparkSizeBasedClusteringPlanStrategy"
+PLAN_STRATEGY = (
+    "org.apache.hudi.client.clustering.plan.strategy.SparkSizeBasedClusteringPlanStrategy")
 
 _P = "hoodie.clustering.plan.strategy."
 SMALL_FILE_LIMIT = _P + "small.file.limit"
@@ -174,11 +176,12 @@ def check_sort_columns(columns: Sequence[str], schema: pa.Schema, table: str) ->
         TableServiceError: names the column, the table and its columns.
     """
     known = set(schema.names)
+    own = ", ".join(n for n in schema.names if not n.startswith("_hoodie_"))
     for name in columns:
         if name not in known:
             raise TableServiceError(
                 f"clustering of table {table}: sort column {name!r} is not a column of the "
-                f"table (its columns: {', '.join(n for n in schema.names if not n.startswith('_hoodie_'))})")
+                f"table (its columns: {own})")
 
 
 # -- the plan ---------------------------------------------------------------------------------
@@ -419,6 +422,14 @@ def pending_clusterings(timeline: Timeline) -> list[Instant]:
     """The pending clustering instants, oldest first."""
     return [i for i in timeline.pending([Action.REPLACECOMMIT, Action.CLUSTERING])
             if is_clustering(timeline, i.timestamp)]
+
+
+def clustered_groups(timeline: Timeline) -> set[tuple[str, str]]:
+    """``(partition, file id)`` of the file groups pending clusterings rewrite: writers
+    place no inserts there (Hudi's small-file handling skips them too)."""
+    from hudisql.table.log_compaction import file_groups_in_pending_services
+
+    return file_groups_in_pending_services(timeline, (Action.REPLACECOMMIT, Action.CLUSTERING))
 
 
 def clustering_plan(timeline: Timeline, instant_time: str) -> ClusteringPlan:

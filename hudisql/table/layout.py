@@ -50,8 +50,8 @@ def _scaled_ranks(column: pa.ChunkedArray | pa.Array, bits: int) -> np.ndarray:
     ranks = pc.rank(column, sort_keys="ascending", tiebreaker="dense")  # nulls rank last
     values = ranks.to_numpy().astype(np.float64) - 1.0
     top = max(float(values.max(initial=0.0)), 1.0)
-    scaled = np.floor(values / top * float((1 << bits) - 1))
-    return scaled.astype(np.uint64)
+    scaled: np.ndarray = np.floor(values / top * float((1 << bits) - 1)).astype(np.uint64)
+    return scaled
 
 
 def _interleave(coords: list[np.ndarray], bits: int) -> np.ndarray:
