@@ -28,7 +28,9 @@ from hudisql.services.plans import ServiceResult, service_guard
 from hudisql.services.protocol import StepHook, is_abandoned_instant, no_step
 from hudisql.services.runner import LocalRunner, SliceRunner, Task, TaskAttempt
 from hudisql.table.clustering import (
+    FILTER_MODE,
     LAYOUT_STRATEGY,
+    PARTITION_SELECTED,
     SORT_COLUMNS,
     ClusteringGroup,
     ClusteringPlan,
@@ -49,6 +51,7 @@ from hudisql.table.filenames import BaseFileName
 from hudisql.table.fsview import FileSlice
 from hudisql.table.instant import Action, Instant
 from hudisql.table.log_compaction import file_groups_in_pending_services
+from hudisql.table.service_plans import int_setting
 from hudisql.table.table import HudiTable, avro_schema_to_arrow
 from hudisql.table.write_files import MARKER_DIR, parquet_codec
 from hudisql.txn.participant import CommitParticipant
@@ -56,8 +59,10 @@ from hudisql.txn.table_service import ServiceSteps, execute_plan, schedule_plan
 
 __all__ = [
     "SHOW_CLUSTERING_SCHEMA",
+    "clustering_due",
     "clustering_steps",
     "execute_clustering",
+    "partitions_matching",
     "run_clustering",
     "schedule_clustering",
     "show_clustering",
@@ -69,6 +74,7 @@ SHOW_CLUSTERING_SCHEMA = pa.schema([
     ("timestamp", pa.string()), ("input_group_size", pa.int32()), ("state", pa.string()),
     ("involved_partitions", pa.string()),
 ])
+INLINE_MAX_COMMITS = "hoodie.clustering.inline.max.commits"
 #: Pending actions whose file groups a clustering plan leaves out.
 _EXCLUDED = (Action.COMPACTION, Action.LOGCOMPACTION, Action.CLUSTERING, Action.REPLACECOMMIT)
 
@@ -304,6 +310,47 @@ def run_clustering(
         results += execute_clustering(table, instant, options, runner=runner,
                                       participants=participants, on_step=on_step)
     return results
+
+
+def clustering_due(table: HudiTable, options: Mapping[str, str]) -> bool:
+    """True when ``hoodie.clustering.inline.max.commits`` (default 4) writes completed since
+    the last clustering (or ever), as Hudi's inline clustering counts them.
+
+    Raises:
+        TableServiceError: the setting is not a positive integer.
+    """
+    limit = int_setting(options, INLINE_MAX_COMMITS, 4, 1)
+    timeline = table.timeline
+    done = [i.timestamp for i in timeline.completed([Action.REPLACECOMMIT])
+            if is_clustering(timeline, i.timestamp)]
+    last = max(done, default="")
+    writes = [i for i in timeline.completed([Action.COMMIT, Action.DELTACOMMIT,
+                                             Action.REPLACECOMMIT])
+              if i.timestamp > last and i.timestamp not in done]
+    return len(writes) >= limit
+
+
+def partitions_matching(table: HudiTable, predicate: str) -> dict[str, str]:
+    """The options that select the partitions ``predicate`` (Hudi's ``run_clustering``
+    predicate: on partition columns) matches.
+
+    Raises:
+        TableServiceError: the predicate names a column that is not a partition column.
+        HudiSqlError: it is not a SQL predicate.
+    """
+    from hudisql.parser.predicates import parse_predicates
+    from hudisql.read.pruning import select_slices
+
+    fields = set(table.properties.partition_fields)
+    for found in parse_predicates(predicate):
+        if found.column not in fields:
+            raise TableServiceError(
+                f"run_clustering predicate {predicate!r}: {found.column!r} is not a partition "
+                f"column of table {table.name} (its partition columns: "
+                f"{', '.join(sorted(fields)) or 'none'}); the predicate selects partitions")
+    kept = select_slices(table, table.file_slices(), predicate, data_skipping=False).kept
+    return {FILTER_MODE: "SELECTED_PARTITIONS",
+            PARTITION_SELECTED: ",".join(sorted({s.partition_path for s in kept}))}
 
 
 def show_clustering(table: HudiTable, limit: int = 20) -> pa.Table:

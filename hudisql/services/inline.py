@@ -4,6 +4,8 @@
 qualifies); ``hoodie.compact.inline=true`` schedules a compaction once
 ``hoodie.compact.inline.max.delta.commits`` deltacommits completed since the last one, and
 runs it. Both only on merge-on-read tables, with the writer's options and participants.
+``hoodie.clustering.inline=true`` runs a clustering once ``hoodie.clustering.inline.max.commits``
+writes completed since the last one (any table type).
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from collections.abc import Mapping
 
 from hudisql.services.maintenance import Maintenance
 
-__all__ = ["COMPACT_INLINE", "LOG_COMPACTION_INLINE", "run_inline_services"]
+__all__ = ["CLUSTERING_INLINE", "COMPACT_INLINE", "LOG_COMPACTION_INLINE",
+           "run_inline_services"]
 
 LOG_COMPACTION_INLINE = "hoodie.log.compaction.inline"
 COMPACT_INLINE = "hoodie.compact.inline"
+CLUSTERING_INLINE = "hoodie.clustering.inline"
 
 
 def _on(options: Mapping[str, str], key: str) -> bool:
@@ -26,12 +30,17 @@ def run_inline_services(maintenance: Maintenance) -> list[str]:
     """Run the inline services ``maintenance.options`` turn on; returns the instants they
     completed (none when neither is on, or the table is copy-on-write)."""
     options = maintenance.options
+    done: list[str] = []
+    if _on(options, CLUSTERING_INLINE):
+        from hudisql.services.clustering import clustering_due
+
+        if clustering_due(maintenance.open_table(), options):
+            done += [r.instant for r in maintenance.run_clustering()]
     if not (_on(options, LOG_COMPACTION_INLINE) or _on(options, COMPACT_INLINE)):
-        return []
+        return done
     table = maintenance.open_table()
     if not table.properties.is_mor:
-        return []
-    done: list[str] = []
+        return done
     if _on(options, COMPACT_INLINE):
         from hudisql.services.compaction import schedule_compaction
 

@@ -131,6 +131,12 @@ class ClusteringSettings:
             except re.error as exc:
                 raise TableServiceError(f"{PARTITION_REGEX}={regex!r} is not a regular "
                                         f"expression ({exc})") from None
+        layout = layout_strategy(options.get(LAYOUT_STRATEGY))
+        sort_columns = _names(options.get(SORT_COLUMNS))
+        if layout != "linear" and not sort_columns:
+            raise TableServiceError(
+                f"{LAYOUT_STRATEGY}={layout} orders rows by columns, and none are given: "
+                f"name them (ORDER BY a, b, order => 'a,b' or {SORT_COLUMNS})")
         return cls(
             small_file_limit=int_setting(options, SMALL_FILE_LIMIT, d.small_file_limit, 1),
             target_file_max_bytes=int_setting(options, TARGET_FILE_MAX_BYTES,
@@ -138,8 +144,8 @@ class ClusteringSettings:
             max_bytes_per_group=int_setting(options, MAX_BYTES_PER_GROUP,
                                             d.max_bytes_per_group, 1),
             max_num_groups=int_setting(options, MAX_NUM_GROUPS, d.max_num_groups, 1),
-            sort_columns=_names(options.get(SORT_COLUMNS)),
-            layout=layout_strategy(options.get(LAYOUT_STRATEGY)),
+            sort_columns=sort_columns,
+            layout=layout,
             filter_mode=mode,
             partitions_selected=_names(options.get(PARTITION_SELECTED)),
             partition_regex=regex,
