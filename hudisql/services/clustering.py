@@ -272,7 +272,7 @@ def _require_pending(table: HudiTable, instant_time: str, options: Mapping[str, 
     if not found:
         instant = table.timeline.get(instant_time)
         state = "not on the timeline" if instant is None else (
-            f"a {instant.state.value} {instant.action}")
+            f"a {instant.state.value.lower()} {instant.action}")
         raise TableServiceError(
             f"run_clustering: {instant_time} is {state} of table {table.name}, not a pending "
             "clustering plan; SHOW CLUSTERING lists the plans")

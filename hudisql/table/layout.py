@@ -106,7 +106,6 @@ def sort_indices(rows: pa.Table, columns: Sequence[str], strategy: str) -> pa.Ar
         return pa.array(np.arange(rows.num_rows, dtype=np.int64))
     if strategy == "linear":
         return pc.sort_indices(rows.select(list(columns)),
-                               sort_keys=[(c, "ascending") for c in columns],
-                               null_placement="at_end")
+                               sort_keys=[(c, "ascending") for c in columns])  # nulls last
     keys = curve_keys(rows, columns, strategy)
     return pa.array(np.argsort(keys, kind="stable").astype(np.int64))
