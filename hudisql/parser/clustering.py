@@ -53,6 +53,8 @@ class RunClustering(Command):
     predicate: str | None = None
     instants: tuple[str, ...] = ()
     options: dict[str, str] = field(default_factory=dict)
+    #: False: ``involved_partitions`` shows ``*`` (Hudi's ``show_involved_partition``).
+    show_partitions: bool = True
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class ShowClustering(Command):
     table: TableName | None = None
     path: str | None = None
     limit: int = 20
+    show_partitions: bool = True
 
 
 _RUN_FORM = ("{verb} CLUSTERING ON (<table> | '<path>') [ORDER BY a, b] "
@@ -165,7 +168,8 @@ def _build_run(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
         options["hoodie.clustering.plan.strategy.partition.selected"] = ",".join(selected)
     predicate = args["predicate"].value
     return RunClustering(operation, table, path, _names(args["order"].value), layout,
-                         None if predicate is None else str(predicate), instants, options)
+                         None if predicate is None else str(predicate), instants, options,
+                         bool(args["show_involved_partition"].value))
 
 
 def _build_show(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
@@ -173,7 +177,8 @@ def _build_show(p: HudiParser, args: dict[str, Argument], at: Token) -> Command:
     from hudisql.parser.services import _table_or_path
 
     table, path = _table_or_path(p, args, at, "show_clustering")
-    return ShowClustering(table, path, _limit(p, args["limit"]))
+    return ShowClustering(table, path, _limit(p, args["limit"]),
+                          bool(args["show_involved_partition"].value))
 
 
 def clustering_procedures() -> list[Procedure]:

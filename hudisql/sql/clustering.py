@@ -43,9 +43,16 @@ def _maintenance(ctx: StatementContext, command: RunClustering | ShowClustering)
                        bracket=bracket, participants=metadata_participants)
 
 
-def _rows(facade: Maintenance, instants: list[str]) -> list[tuple[object, ...]]:
+def _row(found: dict[str, object], partitions: bool) -> tuple[object, ...]:
+    if not partitions:
+        found = {**found, "involved_partitions": "*"}
+    return tuple(found.values())
+
+
+def _rows(facade: Maintenance, instants: list[str], partitions: bool) -> list[
+        tuple[object, ...]]:
     shown = facade.show_clustering(limit=1_000_000).to_pylist()
-    return [tuple(r.values()) for i in instants for r in shown if r["timestamp"] == i]
+    return [_row(r, partitions) for i in instants for r in shown if r["timestamp"] == i]
 
 
 def run_clustering(ctx: StatementContext, command: RunClustering) -> DataFrame:
@@ -68,13 +75,14 @@ def run_clustering(ctx: StatementContext, command: RunClustering) -> DataFrame:
         done = [r.instant for r in results]
     else:
         done = [r.instant for r in facade.run_clustering(order, command.layout, **options)]
-    return rows_frame(ctx.spark, _rows(facade, done), CLUSTERING_COLUMNS)
+    return rows_frame(ctx.spark, _rows(facade, done, command.show_partitions),
+                      CLUSTERING_COLUMNS)
 
 
 def show_clustering(ctx: StatementContext, command: ShowClustering) -> DataFrame:
     """SHOW CLUSTERING, CALL show_clustering."""
     shown = _maintenance(ctx, command).show_clustering(command.limit)
-    return rows_frame(ctx.spark, [tuple(r.values()) for r in shown.to_pylist()],
+    return rows_frame(ctx.spark, [_row(r, command.show_partitions) for r in shown.to_pylist()],
                       CLUSTERING_COLUMNS)
 
 
