@@ -80,13 +80,13 @@ _EXCLUDED = (Action.COMPACTION, Action.LOGCOMPACTION, Action.CLUSTERING, Action.
 
 
 def _plan_task(path: str, file_slice: FileSlice, attempt: TaskAttempt) -> SliceInfo | None:
-    """The slice's plan entry; None when one of its log files holds a block of a write
-    still pending (its rows are not settled yet)."""
-    if file_slice.has_log_files:
-        table = HudiTable.open(path)
-        op = plan_slice(table.storage, table.timeline, file_slice)
-        if op is None or len(op.delta_file_paths) != len(file_slice.log_files):
-            return None
+    """The plan entry of a slice with log files (a slice without is planned on the driver);
+    None when one of them holds a block of a write still pending (its rows are not settled
+    yet)."""
+    table = HudiTable.open(path)
+    op = plan_slice(table.storage, table.timeline, file_slice)
+    if op is None or len(op.delta_file_paths) != len(file_slice.log_files):
+        return None
     return SliceInfo.of_slice(file_slice)
 
 
@@ -180,6 +180,7 @@ def clustering_steps(table: HudiTable, options: Mapping[str, str], schema: str =
         undo=undo,
         tidy=tidy,
         eligible=lambda s: True,
+        plan_here=lambda s: None if s.has_log_files else SliceInfo.of_slice(s),
     )
 
 

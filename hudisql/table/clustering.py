@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import posixpath
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -537,17 +539,20 @@ def execute_group(
     rows = rows.take(order)
     outputs = max(1, min(group.num_output_file_groups, rows.num_rows))
     step = math.ceil(rows.num_rows / outputs)
-    stats = []
-    for i in range(outputs):
-        chunk = rows.slice(i * step, step)
-        if chunk.num_rows == 0:
-            continue
+
+    def write(i: int) -> WriteStat:
         stat = write_base_file(
             storage, group.partition_path, new_file_id(instant_time, group_index, i),
-            instant_time, write_token, chunk, avro_schema, compression=compression)
+            instant_time, write_token, rows.slice(i * step, step), avro_schema,
+            compression=compression)
         stat.num_inserts = stat.num_writes  # every row is new to its file group, as in Hudi
-        stats.append(stat)
-    return stats
+        return stat
+
+    chunks = [i for i in range(outputs) if i * step < rows.num_rows]
+    # Encoding and compression run in Arrow without the GIL: the files of a group are
+    # written side by side on the task's cores.
+    with ThreadPoolExecutor(max_workers=min(len(chunks), os.cpu_count() or 1)) as pool:
+        return list(pool.map(write, chunks))
 
 
 def clustering_metadata(stats: Iterable[WriteStat], plan: ClusteringPlan,

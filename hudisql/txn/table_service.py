@@ -111,6 +111,8 @@ class ServiceSteps:
         undo: under the lock, undo a failed run of the instant (participants told).
         tidy: after completion, remove what the run no longer needs (markers, strays).
         eligible: which latest slices are planned at all (default: those with log files).
+        plan_here: the plan entry of a slice that needs no task (its files' names and
+            sizes say all), or None to plan it in a task; default: every slice in a task.
     """
 
     action: str
@@ -124,6 +126,7 @@ class ServiceSteps:
     undo: Callable[[HudiTable, Instant, Sequence[CommitParticipant]], None]
     tidy: Callable[[HudiTable, str, CommitMetadata], None]
     eligible: Callable[[FileSlice], bool] = _has_log_files
+    plan_here: Callable[[FileSlice], Any] = lambda file_slice: None
 
 
 def complete(
@@ -157,9 +160,16 @@ def schedule_plan(
         The plan's instant time, or None when no slice qualified.
     """
     busy = file_groups_in_pending_services(table.timeline, steps.excluded)
-    tasks = [steps.plan_task(table, s) for s in slices
-             if steps.eligible(s) and (s.partition_path, s.file_id) not in busy]
-    planned = [r for r in guard.runner.run(tasks, f"plan {steps.action}") if r is not None]
+    tasks, planned = [], []
+    for s in slices:
+        if not steps.eligible(s) or (s.partition_path, s.file_id) in busy:
+            continue
+        here = steps.plan_here(s)
+        if here is not None:
+            planned.append(here)
+        else:
+            tasks.append(steps.plan_task(table, s))
+    planned += [r for r in guard.runner.run(tasks, f"plan {steps.action}") if r is not None]
     with guard.lock():
         fresh = table.reload()
         busy = file_groups_in_pending_services(fresh.timeline, steps.excluded)
