@@ -73,16 +73,15 @@ EXECUTION_STRATEGY = (
 PLAN_STRATEGY = (
     "org.apache.hudi.client.clustering.plan.strategy.SparkSizeBasedClusteringPlanStrategy")
 
-_P = "hoodie.clustering.plan.strategy."
-SMALL_FILE_LIMIT = _P + "small.file.limit"
-TARGET_FILE_MAX_BYTES = _P + "target.file.max.bytes"
-MAX_BYTES_PER_GROUP = _P + "max.bytes.per.group"
-MAX_NUM_GROUPS = _P + "max.num.groups"
-SORT_COLUMNS = _P + "sort.columns"
-PARTITION_SELECTED = _P + "partition.selected"
-PARTITION_REGEX = _P + "partition.regex.pattern"
-BEGIN_PARTITION = _P + "cluster.begin.partition"
-END_PARTITION = _P + "cluster.end.partition"
+SMALL_FILE_LIMIT = "hoodie.clustering.plan.strategy.small.file.limit"
+TARGET_FILE_MAX_BYTES = "hoodie.clustering.plan.strategy.target.file.max.bytes"
+MAX_BYTES_PER_GROUP = "hoodie.clustering.plan.strategy.max.bytes.per.group"
+MAX_NUM_GROUPS = "hoodie.clustering.plan.strategy.max.num.groups"
+SORT_COLUMNS = "hoodie.clustering.plan.strategy.sort.columns"
+PARTITION_SELECTED = "hoodie.clustering.plan.strategy.partition.selected"
+PARTITION_REGEX = "hoodie.clustering.plan.strategy.partition.regex.pattern"
+BEGIN_PARTITION = "hoodie.clustering.plan.strategy.cluster.begin.partition"
+END_PARTITION = "hoodie.clustering.plan.strategy.cluster.end.partition"
 FILTER_MODE = "hoodie.clustering.plan.partition.filter.mode"
 LAYOUT_STRATEGY = "hoodie.layout.optimize.strategy"
 #: Filter modes hudisql carries out (Hudi's RECENT_DAYS/DAY_ROLLING need date partitions).
