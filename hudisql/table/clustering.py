@@ -83,6 +83,8 @@ PARTITION_REGEX = "hoodie.clustering.plan.strategy.partition.regex.pattern"
 BEGIN_PARTITION = "hoodie.clustering.plan.strategy.cluster.begin.partition"
 END_PARTITION = "hoodie.clustering.plan.strategy.cluster.end.partition"
 FILTER_MODE = "hoodie.clustering.plan.partition.filter.mode"
+PLAN_STRATEGY_CLASS = "hoodie.clustering.plan.strategy.class"
+EXECUTION_STRATEGY_CLASS = "hoodie.clustering.execution.strategy.class"
 LAYOUT_STRATEGY = "hoodie.layout.optimize.strategy"
 #: Filter modes hudisql carries out (Hudi's RECENT_DAYS/DAY_ROLLING need date partitions).
 FILTER_MODES = ("NONE", "SELECTED_PARTITIONS")
@@ -119,6 +121,13 @@ class ClusteringSettings:
                 strategy or partition filter mode, a bad regular expression.
         """
         d = cls()
+        for key, known in ((PLAN_STRATEGY_CLASS, PLAN_STRATEGY),
+                           (EXECUTION_STRATEGY_CLASS, EXECUTION_STRATEGY)):
+            raw = options.get(key)
+            if raw is not None and str(raw).strip() != known:
+                raise TableServiceError(
+                    f"{key}={raw!r} is not supported; hudisql carries out {known} (its "
+                    "settings are the hoodie.clustering.plan.strategy.* keys)")
         mode = str(options.get(FILTER_MODE, "NONE")).strip().upper() or "NONE"
         if mode not in FILTER_MODES:
             raise TableServiceError(
