@@ -604,8 +604,9 @@ class HudiTableHandle:
     def maintenance(self) -> Maintenance:
         """This table's services, run as Spark jobs: ``run_log_compaction()``,
         ``schedule_log_compaction()``, ``show_log_compaction()``, ``run_compaction()``,
-        ``schedule_compaction()``, ``show_compaction()``, ``run_clean()`` (the SQL
-        statements and procedures call the same methods)."""
+        ``schedule_compaction()``, ``show_compaction()``, ``run_clustering()``,
+        ``schedule_clustering()``, ``execute_clustering()``, ``show_clustering()``,
+        ``run_clean()`` (the SQL statements and procedures call the same methods)."""
         from hudisql.services.maintenance import Maintenance, metadata_participants
         from hudisql.services.runner import SparkRunner
 

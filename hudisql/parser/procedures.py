@@ -155,6 +155,12 @@ def _service_procedures() -> list[Procedure]:
     ]
 
 
+def _clustering_procedures() -> list[Procedure]:
+    from hudisql.parser.clustering import clustering_procedures
+
+    return clustering_procedures()
+
+
 #: run_indexer's modes, lower-cased as Hudi's HoodieIndexer matches them.
 INDEXER_MODES = ("schedule", "execute", "scheduleandexecute", "dropindex")
 #: Metadata partition types run_indexer builds (Hudi's ``MetadataPartitionType`` names).
@@ -272,6 +278,7 @@ PROCEDURES: dict[str, Procedure] = {
             _build_rollback,
         ),
         *_service_procedures(),
+        *_clustering_procedures(),
         Procedure(
             "run_indexer",
             (Parameter("table", str, required=True), Parameter("mode", str, required=True),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import typing as t
 
+from hudisql.parser.clustering import CLUSTERING_STATEMENTS
 from hudisql.parser.ddl import (
     parse_alter_table,
     parse_create_table,
@@ -54,4 +55,5 @@ STATEMENTS: dict[tuple[str, ...], StatementParser] = {
     ("DROP", "INDEX"): parse_drop_index,
     ("SHOW", "INDEXES"): parse_show_indexes,
     ("REFRESH", "INDEX"): parse_refresh_index,
+    **CLUSTERING_STATEMENTS,
 }

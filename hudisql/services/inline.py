@@ -4,6 +4,8 @@
 qualifies); ``hoodie.compact.inline=true`` schedules a compaction once
 ``hoodie.compact.inline.max.delta.commits`` deltacommits completed since the last one, and
 runs it. Both only on merge-on-read tables, with the writer's options and participants.
+``hoodie.clustering.inline=true`` runs a clustering once ``hoodie.clustering.inline.max.commits``
+writes completed since the last one (any table type).
 
 Then, as Apache Hudi's writers do after every commit and by default, on every table:
 clean (``hoodie.clean.automatic``, default true: ``hoodie.cleaner.policy``,
@@ -22,13 +24,15 @@ from hudisql.services.archive import archive_needed
 from hudisql.services.clean import clean_needed
 from hudisql.services.maintenance import Maintenance
 
-__all__ = ["ARCHIVE_AUTOMATIC", "CLEAN_AUTOMATIC", "COMPACT_INLINE", "LOG_COMPACTION_INLINE",
+__all__ = ["ARCHIVE_AUTOMATIC", "CLEAN_AUTOMATIC", "CLUSTERING_INLINE", "COMPACT_INLINE",
+           "LOG_COMPACTION_INLINE",
            "run_inline_services"]
 
 LOG_COMPACTION_INLINE = "hoodie.log.compaction.inline"
 COMPACT_INLINE = "hoodie.compact.inline"
 CLEAN_AUTOMATIC = "hoodie.clean.automatic"
 ARCHIVE_AUTOMATIC = "hoodie.archive.automatic"
+CLUSTERING_INLINE = "hoodie.clustering.inline"
 
 
 def _on(options: Mapping[str, str], key: str, default: bool = False) -> bool:
@@ -60,12 +64,17 @@ def run_inline_services(maintenance: Maintenance) -> list[str]:
 
 def _compactions(maintenance: Maintenance) -> list[str]:
     options = maintenance.options
+    done: list[str] = []
+    if _on(options, CLUSTERING_INLINE):
+        from hudisql.services.clustering import clustering_due
+
+        if clustering_due(maintenance.open_table(), options):
+            done += [r.instant for r in maintenance.run_clustering()]
     if not (_on(options, LOG_COMPACTION_INLINE) or _on(options, COMPACT_INLINE)):
-        return []
+        return done
     table = maintenance.open_table()
     if not table.properties.is_mor:
-        return []
-    done: list[str] = []
+        return done
     if _on(options, COMPACT_INLINE):
         from hudisql.services.compaction import schedule_compaction
 

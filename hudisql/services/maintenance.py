@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from hudisql.metadata.participant import participants_for
-from hudisql.services import archive, clean, compaction, log_compaction
+from hudisql.services import archive, clean, clustering, compaction, log_compaction
 from hudisql.services.plans import ServiceResult, show_service_plans
 from hudisql.services.runner import LocalRunner, SliceRunner
 from hudisql.table.instant import Action
@@ -39,7 +39,7 @@ def metadata_participants(table: HudiTable) -> Sequence[Any]:
 
 @dataclass
 class Maintenance:
-    """Log compaction, compaction and clean of the table at ``path``."""
+    """Log compaction, compaction, clustering and clean of the table at ``path``."""
 
     path: str
     options: Mapping[str, str] = field(default_factory=dict)
@@ -145,3 +145,56 @@ class Maintenance:
             TableServiceError: bad ``hoodie.keep.*`` settings.
         """
         return archive.run_archive(self.open_table(), self._merged(options))
+
+    def schedule_clustering(self, order: Sequence[str] | None = None, layout: str | None = None,
+                            **options: str) -> str | None:
+        """Plan a clustering (sorted by ``order`` along ``layout``: ``linear``, ``z-order``
+        or ``hilbert``); returns its instant time, or None when no group qualifies.
+
+        Raises:
+            TableServiceError: an unknown sort column or layout, bad settings, or the file
+                groups are all in a pending clustering. Nothing is written then.
+        """
+        merged = clustering.with_sort(self._merged(options), order, layout)
+        with self.bracket():
+            return clustering.schedule_clustering(self.open_table(), merged,
+                                                  runner=self.runner)
+
+    def execute_clustering(self, instant: str | None = None, **options: str) -> (
+            list[ServiceResult]):
+        """Run the clustering planned at ``instant`` (default: every pending plan no live
+        process runs, oldest first); returns what each did.
+
+        Raises:
+            TableServiceError: ``instant`` is not a pending clustering, or a write landed on
+                its file groups since it was planned (the plan is dropped).
+        """
+        table = self.open_table()
+        with self.bracket():
+            return clustering.execute_clustering(
+                table, instant, self._merged(options), runner=self.runner,
+                participants=self._participants(table))
+
+    def run_clustering(self, order: Sequence[str] | None = None, layout: str | None = None,
+                       **options: str) -> list[ServiceResult]:
+        """Finish clusterings whose process died, then plan one and run it: small file
+        slices rewritten into files of the target size, ordered by ``order`` along
+        ``layout`` (``linear``, ``z-order``, ``hilbert``).
+
+        Returns:
+            What each completed clustering did (empty: nothing qualified).
+
+        Raises:
+            TableServiceError: see :meth:`schedule_clustering` and
+                :meth:`execute_clustering`.
+        """
+        table = self.open_table()
+        merged = clustering.with_sort(self._merged(options), order, layout)
+        with self.bracket():
+            return clustering.run_clustering(table, merged, runner=self.runner,
+                                             participants=self._participants(table))
+
+    def show_clustering(self, limit: int = 20) -> pa.Table:
+        """The clustering instants, newest first: timestamp, input_group_size, state,
+        involved_partitions."""
+        return clustering.show_clustering(self.open_table(), limit)

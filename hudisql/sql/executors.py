@@ -15,7 +15,7 @@ from sqlglot.tokenizer_core import TokenType
 from hudisql.errors import HudiSqlError
 from hudisql.parser import commands as c
 from hudisql.parser.services import ShowTableService, TableService
-from hudisql.sql import ddl, dml, index, names, reads, services, table_statements
+from hudisql.sql import clustering, ddl, dml, index, names, reads, services, table_statements
 from hudisql.sql.frames import rows_frame
 from hudisql.sql.timeline import (
     COMMITS_COLUMNS,
@@ -194,4 +194,5 @@ EXECUTORS: dict[type[c.Command], Executor] = {
     TableService: services.table_service,
     ShowTableService: services.show_table_service,
     **index.EXECUTORS,
+    **clustering.EXECUTORS,
 }

@@ -15,6 +15,7 @@ from dataclasses import astuple, dataclass, fields
 from datetime import datetime
 
 from hudisql.errors import CorruptTableError
+from hudisql.table.clustering import CLUSTER_OPERATION, is_clustering
 from hudisql.table.index_plan import index_commit_metadata, index_plan
 from hudisql.table.instant import COMPLETED_AS, Action, Instant, State, parse_instant_time
 from hudisql.table.table import HudiTable
@@ -205,6 +206,9 @@ def _active_rows(table: HudiTable, limit: int | None) -> list[TimelineRow]:
         # A compaction, log compaction or clustering completes under another action's name
         # (commit, deltacommit, replacecommit): show the action it was planned as.
         action = next((f.action for f in files if f.action in COMPLETED_AS), instant.action)
+        if action == Action.REPLACECOMMIT and is_clustering(timeline, instant.timestamp):
+            # Version 6 plans a clustering as a replacecommit: show what it is, as 1.x does.
+            action, operation = Action.CLUSTERING, operation or CLUSTER_OPERATION
         rows.append(TimelineRow(
             instant_time=instant.timestamp,
             action=action,

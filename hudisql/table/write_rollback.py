@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hudisql.errors import CorruptTableError, WriteError
+from hudisql.table.clustering import is_clustering
 from hudisql.table.commit_metadata import (
     InstantInfo,
     RollbackMetadata,
@@ -96,7 +97,7 @@ def is_overwrite_write(timeline: Timeline, instant: Instant) -> bool:
     A writer's replacecommit is requested empty and goes inflight (and completes) with
     commit metadata naming an overwrite operation; a clustering plan is an Avro document.
     """
-    if instant.action != Action.REPLACECOMMIT:
+    if instant.action != Action.REPLACECOMMIT or is_clustering(timeline, instant.timestamp):
         return False
     try:
         content = timeline.read_content(instant)
@@ -126,11 +127,12 @@ def rollback_target(table: HudiTable, instant_time: str) -> Instant | None:
             f"no instant {instant_time} on the timeline of {where}; SHOW TIMELINE lists the "
             "instants that can be rolled back"
         )
-    if target.action not in _ROLLBACK_ACTIONS and not is_overwrite_write(timeline, target):
+    if target.action not in _ROLLBACK_ACTIONS and not is_overwrite_write(timeline, target) and not (
+            target.is_completed and is_clustering(timeline, target.timestamp)):
         raise WriteError(
             f"instant {instant_time} of {where} is a {target.action}: only commits, "
-            "deltacommits and insert overwrites are rolled back here; use the table service "
-            "that owns it"
+            "deltacommits, insert overwrites and completed clusterings are rolled back here; "
+            "use the table service that owns it"
         )
     if target.is_completed and done is None:
         _require_latest(timeline, target, where)

@@ -10,15 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hudisql.errors import CommitConflictError
+from hudisql.errors import CommitConflictError, WriteError
+from hudisql.table.clustering import pending_clusterings
 from hudisql.table.commit_metadata import CommitMetadata
 from hudisql.table.instant import Action
-from hudisql.table.log_compaction import LOG_COMPACT_OPERATION
+from hudisql.table.log_compaction import LOG_COMPACT_OPERATION, file_groups_in_pending_services
 from hudisql.table.table import HudiTable
 
 #: ``hoodie.write.concurrency.mode``: ``optimistic_concurrency_control`` checks conflicts.
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
 OPTIMISTIC = "optimistic_concurrency_control"
+
+#: How writes to file groups under a pending clustering are treated (Hudi's option and class
+#: names; the reject strategy is Hudi's default).
+UPDATES_STRATEGY = "hoodie.clustering.updates.strategy"
+REJECT_UPDATES = "org.apache.hudi.client.clustering.update.strategy.SparkRejectUpdateStrategy"
+ALLOW_UPDATES = "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"
 
 # Actions whose completed instants wrote data files (conflict candidates).
 _WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT, Action.COMPACTION,
@@ -31,6 +38,40 @@ def _touched(metadata: CommitMetadata) -> set[tuple[str, str]]:
     for partition, file_ids in metadata.partition_to_replace_file_ids.items():
         touched.update((partition, file_id) for file_id in file_ids)
     return touched
+
+
+def check_pending_clustering(table: HudiTable, instant_time: str,
+                             touched: set[tuple[str, str]], options: Mapping[str, str]) -> None:
+    """Refuse a write to file groups a pending clustering rewrites (Hudi's
+    ``SparkRejectUpdateStrategy``, the default of ``hoodie.clustering.updates.strategy``):
+    the clustering would replace them with files that lack the write. With
+    ``SparkAllowUpdateStrategy`` the write completes and the clustering is refused at its
+    own commit instead (and dropped), so no update is lost either way.
+
+    Raises:
+        CommitConflictError: names the write, the clustering and the file groups.
+        WriteError: an update strategy hudisql does not know.
+    """
+    strategy = str(options.get(UPDATES_STRATEGY, REJECT_UPDATES)).strip()
+    if strategy.endswith("AllowUpdateStrategy"):
+        return
+    if not strategy.endswith("RejectUpdateStrategy"):
+        raise WriteError(
+            f"{UPDATES_STRATEGY}={strategy!r} is not supported; use {REJECT_UPDATES} (the "
+            f"default: writes to file groups under clustering fail) or {ALLOW_UPDATES}")
+    held = file_groups_in_pending_services(table.timeline, (Action.REPLACECOMMIT,
+                                                             Action.CLUSTERING))
+    clash = sorted(touched & held)
+    if not clash:
+        return
+    pending = [i.timestamp for i in pending_clusterings(table.timeline)
+               if i.timestamp != instant_time]
+    groups = ", ".join(f"{p or '<root>'}/{f}" for p, f in clash[:10])
+    raise CommitConflictError(
+        f"table {table.name}: write {instant_time} updates file groups {groups}, which "
+        f"pending clustering {', '.join(pending)} is rewriting ({UPDATES_STRATEGY} is "
+        f"{strategy.rsplit('.', 1)[-1]}); {instant_time} is rolled back: retry after the "
+        "clustering completes")
 
 
 def check_write_conflicts(
@@ -56,9 +97,10 @@ def check_write_conflicts(
             f"table {table.name}: write {instant_time} is {state}: another writer rolled it "
             "back (its heartbeat had expired); nothing of it is visible: retry the write"
         )
+    ours = _touched(metadata)
+    check_pending_clustering(table, instant_time, ours, options)
     if options.get(CONCURRENCY_MODE, OPTIMISTIC).lower() != OPTIMISTIC:
         return
-    ours = _touched(metadata)
     for other in table.timeline.completed(_WRITE_ACTIONS):
         if other.timestamp in started_with or other.timestamp == instant_time:
             continue

@@ -7,7 +7,8 @@ undone. Those pieces are a :class:`ServiceSteps`; everything around them is here
 
 - :func:`schedule_plan`: plan each eligible slice in a task of its own, then under the
   table lock leave out file groups a pending service took meanwhile and write
-  ``<ts>.<action>.requested`` (the plan, Hudi's Avro ``HoodieCompactionPlan``);
+  ``<ts>.<action>.requested`` (the plan: Hudi's Avro ``HoodieCompactionPlan``, or a
+  clustering plan);
 - :func:`execute_plan`: keep a heartbeat, move the plan inflight (discarding a dead run's
   output), run one task per planned slice, then under the table lock complete the instant
   after the commit participants; any failure undoes the run under the lock and re-raises;
@@ -26,20 +27,21 @@ import contextlib
 import posixpath
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from hudisql.table.clean import CleanSettings, execute_clean, plan_clean
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.fsview import FileSlice
 from hudisql.table.instant import Action, Instant
 from hudisql.table.log_compaction import file_groups_in_pending_services
-from hudisql.table.service_plans import CleanMetadata, CompactionPlan, clean_plan
+from hudisql.table.service_plans import CleanMetadata, clean_plan
 from hudisql.table.table import HudiTable
 from hudisql.txn.participant import CleanParticipant, CommitParticipant
 from hudisql.txn.tasks import LocalRunner, SliceRunner, Task
 
 __all__ = [
     "ServiceGuard",
+    "ServicePlan",
     "ServiceSteps",
     "StepHook",
     "clean_locked",
@@ -58,6 +60,21 @@ StepHook = Callable[[str, str], None]
 def no_step(event: str, instant: str) -> None:
     """The default step hook: does nothing."""
     return None
+
+
+class ServicePlan(Protocol):
+    """What the shared path needs of a plan: its Avro document and its file groups
+    (a ``CompactionPlan``, a ``ClusteringPlan``)."""
+
+    def to_avro(self) -> bytes:
+        """The plan as the requested instant holds it."""
+
+    def file_groups(self) -> set[tuple[str, str]]:
+        """``(partition, file id)`` of every planned slice."""
+
+
+def _has_log_files(file_slice: FileSlice) -> bool:
+    return file_slice.has_log_files
 
 
 @contextlib.contextmanager
@@ -93,18 +110,23 @@ class ServiceSteps:
         restart: make the pending instant inflight, discarding a dead run's output.
         undo: under the lock, undo a failed run of the instant (participants told).
         tidy: after completion, remove what the run no longer needs (markers, strays).
+        eligible: which latest slices are planned at all (default: those with log files).
+        plan_here: the plan entry of a slice that needs no task (its files' names and
+            sizes say all), or None to plan it in a task; default: every slice in a task.
     """
 
     action: str
     excluded: tuple[str, ...]
     plan_task: Callable[[HudiTable, FileSlice], Task]
-    build_plan: Callable[[list[Any]], CompactionPlan | None]
-    execute_tasks: Callable[[HudiTable, CompactionPlan, str], list[Task]]
-    commit: Callable[[HudiTable, CompactionPlan, str, list[WriteStat]],
+    build_plan: Callable[[list[Any]], ServicePlan | None]
+    execute_tasks: Callable[[HudiTable, Any, str], list[Task]]
+    commit: Callable[[HudiTable, Any, str, list[Any]],
                      tuple[list[WriteStat], CommitMetadata]]
     restart: Callable[[HudiTable, Instant], Instant]
     undo: Callable[[HudiTable, Instant, Sequence[CommitParticipant]], None]
     tidy: Callable[[HudiTable, str, CommitMetadata], None]
+    eligible: Callable[[FileSlice], bool] = _has_log_files
+    plan_here: Callable[[FileSlice], Any] = lambda file_slice: None
 
 
 def complete(
@@ -131,16 +153,23 @@ def schedule_plan(
     guard: ServiceGuard,
     instant_time: str | None = None,
 ) -> str | None:
-    """Plan ``slices`` (those with logs, outside pending ``steps.excluded`` services) and
+    """Plan ``slices`` (``steps.eligible`` ones, outside pending ``steps.excluded`` services) and
     write the plan as a requested instant (at ``instant_time``, default a new time).
 
     Returns:
         The plan's instant time, or None when no slice qualified.
     """
     busy = file_groups_in_pending_services(table.timeline, steps.excluded)
-    tasks = [steps.plan_task(table, s) for s in slices
-             if s.has_log_files and (s.partition_path, s.file_id) not in busy]
-    planned = [r for r in guard.runner.run(tasks, f"plan {steps.action}") if r is not None]
+    tasks, planned = [], []
+    for s in slices:
+        if not steps.eligible(s) or (s.partition_path, s.file_id) in busy:
+            continue
+        here = steps.plan_here(s)
+        if here is not None:
+            planned.append(here)
+        else:
+            tasks.append(steps.plan_task(table, s))
+    planned += [r for r in guard.runner.run(tasks, f"plan {steps.action}") if r is not None]
     with guard.lock():
         fresh = table.reload()
         busy = file_groups_in_pending_services(fresh.timeline, steps.excluded)
@@ -156,7 +185,7 @@ def execute_plan(
     steps: ServiceSteps,
     table: HudiTable,
     instant_time: str,
-    plan: CompactionPlan,
+    plan: ServicePlan,
     guard: ServiceGuard,
 ) -> list[WriteStat]:
     """Run the pending plan at ``instant_time`` and complete it (see the module notes).

@@ -77,6 +77,7 @@ from hudisql.metadata.participant import (
 from hudisql.metadata.records import ColumnRange
 from hudisql.metadata.row_changes import RowChanges, log_write_changes, replaced_rows
 from hudisql.progress import Progress, ProgressSink, progress_sink
+from hudisql.table.clustering import clustered_groups
 from hudisql.table.commit_metadata import WriteStat
 from hudisql.table.filenames import LogFileName, new_file_id, write_token
 from hudisql.table.fsview import FileSlice, LogFile
@@ -594,8 +595,9 @@ class SparkWriter:
                 # The index places inserts (BUCKET): no small-file handling, as in Hudi.
                 tagged, new_groups = tagging.place(tagged)
             else:
+                held = clustered_groups(table.timeline)  # never grow a group being clustered
                 small = ({} if op not in ("upsert", "insert") else small_files(
-                    slices.values(), spec.is_mor, sizing,
+                    [s for k, s in slices.items() if k not in held], spec.is_mor, sizing,
                     average_record_size(table.timeline, sizing)))
                 if spec.is_mor:
                     rewrite = frozenset((p, f.file_slice.file_id)
