@@ -104,3 +104,12 @@ class IndexNotFoundError(IndexingError):
 class IndexingTimeoutError(IndexingError):
     """The indexer's catch-up waited longer than ``hoodie.metadata.index.check.timeout.seconds``
     for a pending instant; the indexing was rolled back."""
+
+
+class StreamingCheckpointError(HudiSqlError):
+    """A streaming micro-batch does not follow the batches its writer committed (a reset
+    checkpoint, or two queries with one identifier); nothing was written."""
+
+
+class StreamingWriteError(HudiSqlError):
+    """A streaming micro-batch failed after its retries; the query stops with the cause."""
