@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HudiStreamSink", "StreamBinder", "StreamTarget", "install"]
 
-_LOG = logging.getLogger("hudisql.streaming")
+_LOG = logging.getLogger(__name__)
 
 RETRY_COUNT = "hoodie.datasource.write.streaming.retry.count"
 RETRY_INTERVAL_MS = "hoodie.datasource.write.streaming.retry.interval.ms"

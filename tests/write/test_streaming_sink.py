@@ -97,7 +97,7 @@ def test_replayed_batch_is_skipped_and_reset_checkpoint_refused(
     # (a) Spark lost batch 2's commit marker: the restart replays it, the sink skips it.
     for marker in (checkpoint / "commits" / "2", checkpoint / "commits" / ".2.crc"):
         marker.unlink(missing_ok=True)
-    with caplog.at_level(logging.WARNING, logger="hudisql.streaming"):
+    with caplog.at_level(logging.WARNING, logger="hudisql.write.stream_sink"):
         _run(stream, table, checkpoint)
     assert (checkpoint / "commits" / "2").exists()  # Spark did run batch 2 again
     assert "batch 2 is committed already" in caplog.text
@@ -180,3 +180,42 @@ def test_driver_killed_mid_batch_is_rolled_back_and_written_once(
     assert not table.timeline.pending()
     assert [b for _, b in _batches(tmp_path / "events")] == [0]
     assert _rows(spark, tmp_path / "events") == _expected(files) == _rs_rows(tmp_path / "events")
+
+
+@pytest.mark.slow
+def test_to_table_update_and_complete_output_modes(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import hudisql
+    from hudisql.errors import WriteError
+
+    session = hudisql.connect(spark, warehouse=str(tmp_path / "wh"))
+    try:
+        name = f"streamed_cow_{os.getpid()}"
+        session.sql(f"CREATE TABLE {name} (ts BIGINT, id STRING, v DOUBLE, city STRING) "
+                    "USING hudi TBLPROPERTIES (type = 'cow', primaryKey = 'id', "
+                    "preCombineField = 'ts')")
+        stream = _source(spark, tmp_path, FILES)
+        # Output mode update upserts the updated rows by key, into a catalog table by name.
+        (stream.writeStream.format("hudi").outputMode("update")
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True)
+         .toTable(name).awaitTermination())
+        path = Path(session.table(name).path)
+        assert [b for _, b in _batches(path)] == [0, 1, 2]
+        assert _rows(spark, path) == _expected(FILES) == _rs_rows(path)
+        # Output mode complete: each batch's result replaces the table's rows.
+        counts = (stream.groupBy("city").count().writeStream.format("hudi")
+                  .outputMode("complete").options(**{
+                      "hoodie.table.name": "counts",
+                      "hoodie.datasource.write.recordkey.field": "city"})
+                  .option("checkpointLocation", str(tmp_path / "ck-counts"))
+                  .trigger(availableNow=True).start(str(tmp_path / "counts")))
+        counts.awaitTermination()
+        got = spark.read.format("hudi").load(str(tmp_path / "counts")).select("city", "count")
+        assert sorted(tuple(r) for r in got.collect()) == [("la", 5), ("sf", 4)]
+        table = HudiTable.open(str(tmp_path / "counts"))
+        assert {i.action for i in table.timeline.completed(WRITE_ACTIONS)} == {"replacecommit"}
+        with pytest.raises(WriteError, match="output mode update upserts"):
+            (stream.writeStream.format("hudi").outputMode("update")
+             .option("hoodie.datasource.write.operation", "insert")
+             .option("checkpointLocation", str(tmp_path / "ck-bad")).toTable(name))
+    finally:
+        session.close()
