@@ -37,10 +37,13 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> History:
     return made
 
 
-def _stream(spark, path: str, **options: str) -> list[dict[str, object]]:  # type: ignore[no-untyped-def]
+def _stream(spark, path: str | None, table: str | None = None,  # type: ignore[no-untyped-def]
+            **options: str) -> list[dict[str, object]]:
     name = f"hudi_stream_{next(_names)}"
-    query = (spark.readStream.format("hudi").options(**options).load(path).writeStream
-             .format("memory").queryName(name).trigger(availableNow=True).start())
+    reader = spark.readStream.options(**options)
+    frame = reader.table(table) if table else reader.format("hudi").load(path)
+    query = (frame.writeStream.format("memory").queryName(name).trigger(availableNow=True)
+             .start())
     query.awaitTermination()
     rows = [r.asDict() for r in spark.table(name).collect()]
     spark.sql(f"DROP VIEW IF EXISTS {name}")
@@ -69,9 +72,14 @@ def test_every_committed_row_version_once(spark, history: History) -> None:  # t
     assert {r["uuid"]: r["fare"] for r in got if r["_hoodie_commit_time"] == history.late} \
         == {"k10": 510.0}
     assert not [r for r in got if r["_hoodie_commit_time"] == history.rolled_back]
-    # Without a limit, one batch: the latest state of the whole range.
-    assert _versions(_stream(spark, history.path)) == _versions(
-        read_incremental(table, "earliest"))
+    # By table name, without a limit: one batch, the latest state of the whole range.
+    name = f"streamed_source_{next(_names)}"
+    spark.sql(f"CREATE TABLE {name} USING hudi LOCATION '{history.path}'")
+    try:
+        assert _versions(_stream(spark, None, name)) == _versions(
+            read_incremental(table, "earliest"))
+    finally:
+        spark.sql(f"DROP TABLE {name}")
 
 
 def test_cdc_batches_add_up_to_one_cdc_read(spark, history: History) -> None:  # type: ignore[no-untyped-def]
