@@ -193,12 +193,10 @@ class HudiStreamSink:
         if done is not None:
             self._skip(batch_id, done)
             return
-        if self.target.output_mode != "complete" and df.isEmpty():
-            _LOG.info("streaming write to %s: batch %d is empty: no commit",
-                      self.target.label, batch_id)
-            return
         from pyspark import StorageLevel
 
+        # Computed once for the write's jobs (staging, tagging, files). An empty batch is an
+        # empty commit that records the batch, as Hudi's sink commits it (no extra job asks).
         frame = df.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             self._write(frame, batch_id)

@@ -115,14 +115,17 @@ def test_failure_between_the_commit_and_sparks_is_skipped_on_restart(
         spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     stream = _source(spark, tmp_path, FILES)
     table, checkpoint = tmp_path / "events", tmp_path / "ck"
+    # Table services while streaming: an inline compaction every 2 deltacommits.
+    services = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2"}
     # (b) batch 1 commits to the table, then the sink fails before Spark's commit marker.
     with pytest.raises(StreamingQueryException, match="injected failure after the commit"):
         _run(stream, table, checkpoint,
-             **{"hudisql.write.streaming.fault.after.commit": "1"})
+             **{"hudisql.write.streaming.fault.after.commit": "1"}, **services)
     assert [b for _, b in _batches(table)] == [0, 1]
     assert not (checkpoint / "commits" / "1").exists()
-    _run(stream, table, checkpoint)
+    _run(stream, table, checkpoint, **services)
     assert [b for _, b in _batches(table)] == [0, 1, 2]
+    assert HudiTable.open(str(table)).timeline.completed(["commit"])  # the compaction
     assert _rows(spark, table) == _expected(FILES) == _rs_rows(table)
 
 
