@@ -109,3 +109,12 @@ class IndexingTimeoutError(IndexingError):
 class StorageLocationError(HudiSqlError):
     """A table or warehouse location cannot be used (unknown scheme, missing bucket, refused
     credentials, credentials written into the location); nothing was written there."""
+
+
+class StreamingCheckpointError(HudiSqlError):
+    """A streaming micro-batch does not follow the batches its writer committed (a reset
+    checkpoint, or two queries with one identifier); nothing was written."""
+
+
+class StreamingWriteError(HudiSqlError):
+    """A streaming micro-batch failed after its retries; the query stops with the cause."""

@@ -39,9 +39,10 @@ if TYPE_CHECKING:
     from hudisql.sql.inspect import TableInspector
     from hudisql.table import HudiTable
     from hudisql.txn.transaction import StepHook
-    from hudisql.write.dataframe_writer import Committer
+    from hudisql.write.dataframe_writer import Committer, CommitterLookup
     from hudisql.write.dml import DmlResult, DmlTable, MergeBuilder, Value
     from hudisql.write.pipeline import WriteResult
+    from hudisql.write.stream_sink import HudiStreamSink, StreamTarget
 
 #: Runtime SQL settings every hudisql session needs, also a user's own session that
 #: ``connect(spark)`` extends (the only setting it changes there; README, "Your session").
@@ -156,6 +157,9 @@ def register_data_source(spark: SparkSession) -> None:
 
     spark.dataSource.register(HudiDataSource)
     install(_committer_for, connect=is_connect(spark))
+    from hudisql.write.stream_sink import install as install_streams
+
+    install_streams(_bind_stream, connect=is_connect(spark))
 
 
 def _live_sessions(spark: SparkSession) -> list[HudiSession]:
@@ -198,6 +202,77 @@ def _committer_for(spark: SparkSession, path: str) -> Committer | None:
     if sessions:
         return _handle_committer(HudiTableHandle(session=sessions[-1], name=path, path=path))
     return None
+
+
+@dataclass(frozen=True)
+class _StreamSessionSpec:
+    """How a streaming query's micro-batches find their hudisql session: the live one of the
+    process that started the query, or (Spark Connect's server-side worker) one connected
+    there with the same warehouse, catalog and default options."""
+
+    pid: int
+    live_key: int | None
+    warehouse: str
+    options: dict[str, str]
+    catalog: str | None
+
+
+def _bind_stream(spark: SparkSession, target: StreamTarget) -> HudiStreamSink:
+    """The sink of a ``writeStream.format("hudi")`` query started from ``spark``: the
+    newest live session over it writes (a table name resolved through its catalog).
+
+    Raises:
+        WriteError: no live hudisql session extends ``spark``.
+        TableNotFoundError: ``toTable`` names no hudi table.
+    """
+    from hudisql.errors import WriteError
+    from hudisql.write.stream_sink import HudiStreamSink
+
+    sessions = _live_sessions(spark)
+    if not sessions:
+        raise WriteError(f"writeStream.format('hudi') to {target.label}: this SparkSession "
+                         "is not extended by hudisql; call hudisql.connect(spark) on it first")
+    session = sessions[-1]
+    path = target.path or session.table(str(target.table)).path
+    with _LIVE_LOCK:
+        key = next((k for k, v in _LIVE_SESSIONS.items() if v is session), None)
+    catalog = None
+    if is_connect(spark):  # the server-side worker opens the same catalog
+        catalog = getattr(session.catalog, "uri", None)
+    spec = _StreamSessionSpec(os.getpid(), key, session.warehouse, dict(session.options),
+                              catalog)
+    return HudiStreamSink(path, target, _open_stream_session, spec)
+
+
+def _open_stream_session(spark: SparkSession, spec: _StreamSessionSpec) -> CommitterLookup:
+    """Who commits a micro-batch (see :class:`_StreamSessionSpec`): the committer lookup of
+    the query's session, or of one connected over the batch's ``spark`` on a Connect server."""
+    session = None
+    if spec.pid == os.getpid() and spec.live_key is not None:
+        with _LIVE_LOCK:
+            session = _LIVE_SESSIONS.get(spec.live_key)
+    if session is None:
+        session = connect(spark, warehouse=spec.warehouse, conf=spec.options,
+                          catalog=spec.catalog)
+    found = session
+
+    def lookup(_: SparkSession, path: str) -> Committer | None:
+        return _committer_in(found, path)
+    return lookup
+
+
+def _committer_in(session: HudiSession, path: str) -> Committer:
+    """A save's committer in ``session``: the managed catalog table's handle at ``path`` (a
+    write id per commit), else a handle of the path."""
+    from hudisql.sql import SqlRouter
+
+    if isinstance(session.router, SqlRouter):
+        managed = [e for e in session.catalog.tables_at(path) if e.managed]
+        if managed:
+            return _handle_committer(HudiTableHandle(
+                session=session, name=str(managed[0].name), path=path,
+                managed_name=managed[0].name, in_catalog=True))
+    return _handle_committer(HudiTableHandle(session=session, name=path, path=path))
 
 
 def _handle_committer(handle: HudiTableHandle) -> Committer:

@@ -5,8 +5,9 @@ the client has no JVM: no ``sparkContext``, no ``_jsparkSession``. A driver in i
 process (one Spark per process) starts a local Spark Connect server
 (``remote("local[2]")``), extends the Connect session with ``hudisql.connect(spark)`` and
 runs the main statements through it: DDL and DML, CREATE INDEX and a query it serves,
-RUN LOG COMPACTION, SHOW TIMELINE, a procedure, a table handle's upsert, and
-``df.write.format("hudi")``, then prints what it saw as JSON for the test to check.
+RUN LOG COMPACTION, SHOW TIMELINE, a procedure, a table handle's upsert,
+``df.write.format("hudi")`` and a ``writeStream``/``readStream`` of format hudi, then prints
+what it saw as JSON for the test to check.
 """
 
 from __future__ import annotations
@@ -64,6 +65,18 @@ path = sys.argv[2] + "/written"
  .mode("append").save(path))
 seen["written"] = [list(r) for r in
                    spark.read.format("hudi").load(path).select("ts", "uuid").collect()]
+# Streaming: the sink's foreachBatch runs on the server (hudisql connects a session there).
+spark.createDataFrame([(7, "f"), (8, "g")], "ts long, uuid string").write.parquet(
+    sys.argv[2] + "/src/f0")
+(spark.readStream.schema("ts long, uuid string").parquet(sys.argv[2] + "/src/*")
+ .writeStream.format("hudi").option("hoodie.table.name", "streamed")
+ .option("hoodie.datasource.write.recordkey.field", "uuid")
+ .option("checkpointLocation", sys.argv[2] + "/ck").trigger(availableNow=True)
+ .start(sys.argv[2] + "/streamed").awaitTermination())
+(spark.readStream.format("hudi").load(sys.argv[2] + "/streamed").writeStream.format("memory")
+ .queryName("streamed_back").trigger(availableNow=True).start().awaitTermination())
+seen["streamed"] = sorted([list(r) for r in
+                           spark.table("streamed_back").select("ts", "uuid").collect()])
 print("SEEN " + json.dumps(seen))
 spark.stop()
 """
@@ -88,3 +101,4 @@ def test_statements_run_on_a_spark_connect_session(tmp_path: Path) -> None:
     assert seen["trips"] == [["a", "r1", 20.0, "sf"], ["c", "r9", 33.0, "sf"],
                              ["d", "r4", 1.0, "la"]]
     assert seen["written"] == [[6, "e"]]
+    assert seen["streamed"] == [[7, "f"], [8, "g"]]

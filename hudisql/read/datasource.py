@@ -43,7 +43,13 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    Filter,
+    InputPartition,
+)
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
@@ -390,8 +396,9 @@ class HudiDataSource(DataSource):
         if options.query_type == INCREMENTAL:
             from hudisql.table.incremental import resolve_range
 
-            resolve_range(table, options.begin, options.end,
-                          full_scan_fallback=options.full_scan_fallback)
+            if options.begin is not None:  # a stream read has none (its offsets are the range)
+                resolve_range(table, options.begin, options.end,
+                              full_scan_fallback=options.full_scan_fallback)
             if options.is_cdc:
                 return spark_schema(table, options.path, CDC_SCHEMA)
         return spark_schema(table, options.path)
@@ -411,6 +418,13 @@ class HudiDataSource(DataSource):
                 f"spark.read.format('hudi').load('{options.path}'), not with a catalog "
                 "table's options")
         return HudiReader(options, schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """``spark.readStream.format("hudi")``: each micro-batch an incremental query of the
+        commits it covers (:mod:`hudisql.read.stream_source`)."""
+        from hudisql.read.stream_source import HudiStreamReader
+
+        return HudiStreamReader(self.options, schema)
 
 
 def _open_path(path: str) -> HudiTable:

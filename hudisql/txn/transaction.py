@@ -43,6 +43,7 @@ from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.rollback import rollback_abandoned, rollback_locked
 from hudisql.txn.schema_conflict import TableSchema, resolve_commit_schema
 from hudisql.txn.shared_lock import check_shared_lock
+from hudisql.txn.stream_checkpoint import record_batch
 
 __all__ = [
     "OVERWRITE_PARTITIONS",
@@ -208,6 +209,8 @@ class Transaction:
                               self.options)
         resolve_commit_schema(table, metadata, self.instant_time, schema or None,
                               self.schema_at_start, self.options, self.instant.action)
+        # A streaming micro-batch: committed at most once (checked against the timeline now).
+        record_batch(table, metadata, self.options)
         self._remove_stray_base_files(table, metadata)
         if table.properties.is_mor:
             record_committed_log_files(metadata)

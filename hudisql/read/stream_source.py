@@ -1,0 +1,215 @@
+"""``spark.readStream.format("hudi")``: each micro-batch reads the commits of ``(start, end]``.
+
+A Python ``DataSourceStreamReader`` whose offsets are instant times, ``{"commitTime":
+"<instant>"}`` as Apache Hudi's streaming source writes them. Each micro-batch is the
+incremental query of its range (:mod:`hudisql.table.incremental`): the latest state of the
+records written in it, or with ``hoodie.datasource.query.type=incremental`` and
+``hoodie.datasource.query.incremental.format=cdc`` Hudi's change records
+(:mod:`hudisql.table.cdc`). Input partitions and reads are the batch reader's
+(:class:`~hudisql.read.datasource.HudiReader`): one per file slice or CDC unit.
+
+* Start: ``hoodie.datasource.streaming.startOffset`` = ``earliest`` (default) | ``latest`` |
+  an instant (exclusive: the commits after it), as Hudi's source.
+* The end never passes a pending write: the last completed write with no pending write
+  before it (a write that completes later is never skipped); rolled-back writes never count.
+* Admission control: Spark's read limits, admitting whole commits (at least one per batch):
+  ``maxRowsPerTrigger`` (rows written), ``maxFilesPerTrigger`` (files written) or
+  ``maxBytesPerTrigger`` (bytes written), one of them; ``Trigger.AvailableNow`` reads up to
+  the end as of the query's start, in batches of that limit.
+* A start among archived or cleaned instants follows
+  ``hoodie.datasource.read.incr.fallback.fulltablescan.enable`` (a full scan) or fails naming
+  the range, as the incremental query does.
+
+One long-lived Python worker serves ``latestOffset``/``partitions``; the table is re-read
+from storage at each call (its timeline moves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxFiles,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from hudisql.errors import ReadOptionError
+from hudisql.read.datasource import HudiReader, _open_path
+from hudisql.read.options import (
+    BEGIN_INSTANT,
+    END_INSTANT,
+    INCREMENTAL,
+    QUERY_TYPE,
+    ReadOptions,
+)
+from hudisql.table.incremental import EARLIEST, check_on_timeline
+from hudisql.table.instant import WRITE_ACTIONS, Action
+
+if TYPE_CHECKING:
+    from hudisql.table.table import HudiTable
+
+__all__ = ["START_OFFSET", "HudiStreamReader", "read_limit"]
+
+#: Hudi's option: where a new query starts (``earliest``, ``latest`` or an instant).
+START_OFFSET = "hoodie.datasource.streaming.startOffset"
+#: The offset before every commit (Hudi's ``HoodieSourceOffset.INIT_OFFSET``).
+INIT_COMMIT_TIME = "00000000000000"
+#: Spark's per-trigger limits (as its file source and Delta name them).
+MAX_ROWS, MAX_FILES, MAX_BYTES = "maxRowsPerTrigger", "maxFilesPerTrigger", "maxBytesPerTrigger"
+#: Writes that may add or change rows (a completed compaction keeps every record's commit
+#: time: it adds no changes, but is a commit the end may move past).
+_DATA_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT, Action.CLUSTERING)
+
+
+def _offset(commit_time: str | None) -> dict[str, str]:
+    return {"commitTime": commit_time or INIT_COMMIT_TIME}
+
+
+def read_limit(options: Mapping[str, str], path: str) -> ReadLimit:
+    """The read limit the options ask for (``ReadAllAvailable`` without one).
+
+    Raises:
+        ReadOptionError: more than one limit, or one that is not a whole number > 0.
+    """
+    lowered = {str(k).lower(): str(v) for k, v in options.items()}
+    given = [(name, lowered[name.lower()]) for name in (MAX_ROWS, MAX_FILES, MAX_BYTES)
+             if name.lower() in lowered]
+    if not given:
+        return ReadAllAvailable()
+    if len(given) > 1:
+        raise ReadOptionError(f"readStream.format('hudi').load({path!r}): options "
+                              f"{' and '.join(n for n, _ in given)} both limit a trigger; give "
+                              "one of them")
+    name, text = given[0]
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ReadOptionError(f"readStream.format('hudi').load({path!r}): option {name}="
+                              f"{text!r} is not a whole number > 0")
+    kind = {MAX_ROWS: ReadMaxRows, MAX_FILES: ReadMaxFiles, MAX_BYTES: ReadMaxBytes}[name]
+    return kind(value)
+
+
+class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Streams the commits of a Hudi table as micro-batches of incremental queries."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.raw = {str(k): str(v) for k, v in options.items()}
+        self.schema = schema
+        self.options = ReadOptions.parse(self.raw, schema)
+        self.limit = read_limit(self.raw, self.options.path)
+        #: Trigger.AvailableNow: the end as of the query's start (no offset goes past it).
+        self.target: str | None = None
+
+    # -- offsets ------------------------------------------------------------------------
+
+    def initialOffset(self) -> dict[str, str]:
+        """Where a new query starts (:data:`START_OFFSET`).
+
+        Raises:
+            ReadOptionError: an instant that is malformed or not on the timeline.
+        """
+        start = self.raw.get(START_OFFSET) or next(
+            (v for k, v in self.raw.items() if k.lower() == START_OFFSET.lower()), EARLIEST)
+        text = str(start).strip()
+        if text.lower() == EARLIEST:
+            return _offset(None)
+        table = _open_path(self.options.path)
+        if text.lower() == "latest":
+            return _offset(self._end(table))
+        if not (text.isdigit() and len(text) in (14, 17)):
+            raise ReadOptionError(
+                f"{START_OFFSET}={start!r} on table {table.name}: give earliest, latest or an "
+                "instant time (yyyyMMddHHmmssSSS, as SHOW TIMELINE prints it)")
+        check_on_timeline(table, text, text, START_OFFSET)
+        return _offset(text)
+
+    def _end(self, table: HudiTable) -> str | None:
+        """The furthest end: the last completed write with no pending write before it."""
+        head = table.timeline.last_completed_without_holes(_DATA_ACTIONS)
+        end = None if head is None else head.timestamp
+        if self.target is not None and (end is None or end > self.target):
+            end = self.target
+        return end
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """The limit of the options (``maxRowsPerTrigger``, ...), else all available."""
+        return self.limit
+
+    def latestOffset(self, start: dict[str, str], limit: ReadLimit) -> dict[str, str]:
+        """The end of the next batch: whole commits after ``start`` within ``limit``."""
+        table = _open_path(self.options.path)
+        begin = start["commitTime"]
+        end = self._end(table)
+        if end is None or end <= begin:
+            return dict(start)
+        if isinstance(limit, ReadAllAvailable):
+            return _offset(end)
+        rolled_back = table.timeline.rolled_back_instants()
+        used = 0
+        admitted: str | None = None
+        for instant in table.timeline.completed(WRITE_ACTIONS):
+            ts = instant.timestamp
+            if ts <= begin or ts > end or ts in rolled_back:
+                continue
+            stats = table.timeline.commit_metadata(instant).write_stats()
+            if isinstance(limit, ReadMaxRows):
+                size, cap = sum(s.num_writes + s.num_deletes for s in stats), limit.max_rows
+            elif isinstance(limit, ReadMaxFiles):
+                size, cap = len(stats), limit.max_files
+            elif isinstance(limit, ReadMaxBytes):
+                size, cap = sum(s.total_write_bytes for s in stats), limit.max_bytes
+            else:  # ReadMinRows and others: not a cap on this source
+                return _offset(end)
+            if admitted is not None and used + size > cap:
+                break
+            used += size
+            admitted = ts
+        return _offset(admitted or end)
+
+    def reportLatestOffset(self) -> dict[str, str] | None:
+        """The furthest end now (for the query's progress)."""
+        end = self._end(_open_path(self.options.path))
+        return None if end is None else _offset(end)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Trigger.AvailableNow: fix the end as of now."""
+        self.target = self._end(_open_path(self.options.path)) or INIT_COMMIT_TIME
+
+    # -- planning and reading --------------------------------------------------------
+
+    def _batch_reader(self, start: str | None = None, end: str | None = None) -> HudiReader:
+        options = {**self.raw, QUERY_TYPE: INCREMENTAL}
+        if start is not None and end is not None:
+            options.update({BEGIN_INSTANT: start, END_INSTANT: end})
+        return HudiReader(ReadOptions.parse(options, self.schema), self.schema)
+
+    def partitions(self, start: dict[str, str], end: dict[str, str]
+                   ) -> Sequence[InputPartition]:
+        """The input partitions of the incremental query ``(start, end]`` (none when empty).
+
+        Raises:
+            ReadOptionError: the range starts among archived instants without the
+                full-scan fallback, or a bound left the timeline.
+        """
+        begin, stop = start["commitTime"], end["commitTime"]
+        if stop <= begin:
+            return []
+        return self._batch_reader(begin, stop).partitions()
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The rows of one input partition (the batch reader's read)."""
+        return self._batch_reader().read(partition)
+
+    def commit(self, end: dict[str, str]) -> None:
+        """Nothing to release: offsets are instants on the table's own timeline."""

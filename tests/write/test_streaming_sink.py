@@ -1,0 +1,224 @@
+"""``writeStream.format("hudi")`` exactly once, with a real checkpoint folder and Spark's own
+restarts: a replayed batch (its commit marker deleted) is skipped, a failure between the
+table's commit and Spark's is skipped on restart, a reset checkpoint with the same identifier
+is refused, and a driver SIGKILLed mid-batch leaves an instant the next run rolls back before
+it writes the batch once. Every table written equals the batch write of the same rows (also
+read through hudi-rs), with one completed write instant per batch id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import hudi
+import pyarrow as pa
+import pytest
+from pyspark.errors import StreamingQueryException
+
+from hudisql.table.instant import WRITE_ACTIONS
+from hudisql.table.table import HudiTable
+from hudisql.txn.stream_checkpoint import SINK_CHECKPOINT_KEY
+from tests.fixtures import TEST_JVM_OPTS
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = "ts long, id string, v double, city string"
+#: Three source files, one micro-batch each: keys overlap (upserts), ts grows per file.
+FILES = [[(i, f"k{j}", float(10 * i + j), "sf" if j % 2 else "la") for j in range(i, i + 3)]
+         for i in range(3)]
+
+
+def _options(table_type: str = "MERGE_ON_READ") -> dict[str, str]:
+    return {"hoodie.table.name": "events", "hoodie.datasource.write.recordkey.field": "id",
+            "hoodie.datasource.write.precombine.field": "ts",
+            "hoodie.datasource.write.partitionpath.field": "city",
+            "hoodie.datasource.write.table.type": table_type,
+            "hoodie.datasource.write.streaming.retry.interval.ms": "0"}
+
+
+def _source(spark, root: Path, files: list[list[tuple[object, ...]]]):  # type: ignore[no-untyped-def]
+    src = root / "src"
+    for i, rows in enumerate(files):
+        spark.createDataFrame(rows, SCHEMA).coalesce(1).write.parquet(str(src / f"f{i}"))
+    return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(
+        str(src / "*"))
+
+
+def _run(stream, table: Path, checkpoint: Path, **extra: str) -> None:  # type: ignore[no-untyped-def]
+    query = (stream.writeStream.format("hudi").options(**_options(), **extra)
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
+             .start(str(table)))
+    query.awaitTermination()
+
+
+def _batches(path: Path) -> list[tuple[str, int]]:
+    """(instant, batch id) of every completed write instant, in timeline order."""
+    table = HudiTable.open(str(path))
+    out = []
+    for instant in table.timeline.completed(WRITE_ACTIONS):
+        text = table.timeline.commit_metadata(instant).extra_metadata.get(SINK_CHECKPOINT_KEY)
+        if text:
+            out.append((instant.timestamp, int(json.loads(text)["default_single_writer"])))
+    return out
+
+
+def _expected(files: list[list[tuple[object, ...]]]) -> list[tuple[object, ...]]:
+    latest: dict[object, tuple[object, ...]] = {}
+    for rows in files:
+        for row in rows:
+            latest[row[1]] = row
+    return sorted((r[1], r[0], r[2], r[3]) for r in latest.values())
+
+
+def _rows(spark, path: Path) -> list[tuple[object, ...]]:  # type: ignore[no-untyped-def]
+    got = spark.read.format("hudi").load(str(path)).select("id", "ts", "v", "city").collect()
+    return sorted(tuple(r) for r in got)
+
+
+def _rs_rows(path: Path) -> list[tuple[object, ...]]:
+    table = pa.Table.from_batches(hudi.HudiTable(str(path)).read())
+    return sorted(zip(*(table.column(c).to_pylist() for c in ("id", "ts", "v", "city")),
+                      strict=True))
+
+
+@pytest.mark.slow
+def test_replayed_batch_is_skipped_and_reset_checkpoint_refused(
+        spark, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    stream = _source(spark, tmp_path, FILES)
+    table, checkpoint = tmp_path / "events", tmp_path / "ck"
+    _run(stream, table, checkpoint)
+    assert [b for _, b in _batches(table)] == [0, 1, 2]
+    # (a) Spark lost batch 2's commit marker: the restart replays it, the sink skips it.
+    for marker in (checkpoint / "commits" / "2", checkpoint / "commits" / ".2.crc"):
+        marker.unlink(missing_ok=True)
+    with caplog.at_level(logging.WARNING, logger="hudisql.write.stream_sink"):
+        _run(stream, table, checkpoint)
+    assert (checkpoint / "commits" / "2").exists()  # Spark did run batch 2 again
+    assert "batch 2 is committed already" in caplog.text
+    assert [b for _, b in _batches(table)] == [0, 1, 2]
+    assert _rows(spark, table) == _expected(FILES) == _rs_rows(table)
+    # (d) a fresh checkpoint with the same identifier starts again at batch 0: refused.
+    before = sorted(p.name for p in (table / ".hoodie").iterdir())
+    with pytest.raises(StreamingQueryException, match="batch 0 is older than batch 2"):
+        _run(stream, table, tmp_path / "ck-reset")
+    assert sorted(p.name for p in (table / ".hoodie").iterdir()) == before
+
+
+@pytest.mark.slow
+def test_failure_between_the_commit_and_sparks_is_skipped_on_restart(
+        spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    stream = _source(spark, tmp_path, FILES)
+    table, checkpoint = tmp_path / "events", tmp_path / "ck"
+    # Table services while streaming: an inline compaction every 2 deltacommits.
+    services = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2"}
+    # (b) batch 1 commits to the table, then the sink fails before Spark's commit marker.
+    with pytest.raises(StreamingQueryException, match="injected failure after the commit"):
+        _run(stream, table, checkpoint,
+             **{"hudisql.write.streaming.fault.after.commit": "1"}, **services)
+    assert [b for _, b in _batches(table)] == [0, 1]
+    assert not (checkpoint / "commits" / "1").exists()
+    _run(stream, table, checkpoint, **services)
+    assert [b for _, b in _batches(table)] == [0, 1, 2]
+    assert HudiTable.open(str(table)).timeline.completed(["commit"])  # the compaction
+    assert _rows(spark, table) == _expected(FILES) == _rs_rows(table)
+
+
+_KILLED_DRIVER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import hudisql
+from tests.write.test_streaming_sink import SCHEMA, _options
+s = hudisql.connect(warehouse=sys.argv[2] + "/wh", conf={"spark.master": "local[1]"})
+marker = sys.argv[2] + "/inflight"
+def hold(event, instant):
+    if event == "inflight":
+        open(marker, "w").write(instant)
+        time.sleep(600)  # killed here, mid-batch, by the test
+s.router.on_write_step = hold
+stream = (s.spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1)
+          .parquet(sys.argv[2] + "/src/*"))
+(stream.writeStream.format("hudi").options(**_options(), **{
+    "hoodie.client.heartbeat.interval_in_ms": "500",
+    "hoodie.client.heartbeat.tolerable.misses": "1"})
+ .option("checkpointLocation", sys.argv[2] + "/ck").trigger(availableNow=True)
+ .start(sys.argv[2] + "/events").awaitTermination())
+"""
+
+
+@pytest.mark.slow
+def test_driver_killed_mid_batch_is_rolled_back_and_written_once(
+        spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    files = FILES[:1]
+    stream = _source(spark, tmp_path, files)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_SUBMIT_OPTS": TEST_JVM_OPTS,
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    child = subprocess.Popen([sys.executable, "-c", _KILLED_DRIVER, str(REPO), str(tmp_path)],
+                             env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, start_new_session=True)
+    marker = tmp_path / "inflight"
+    deadline = time.monotonic() + 300
+    while not marker.exists() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert marker.exists(), (child.stderr.read() if child.stderr else b"")[-3000:]
+    os.killpg(child.pid, signal.SIGKILL)  # (c) the driver dies with batch 0's instant inflight
+    child.wait()
+    killed = marker.read_text()
+    table = HudiTable.open(str(tmp_path / "events"))
+    assert [i.timestamp for i in table.timeline.pending()] == [killed]
+    # The killed writer's heartbeat expires (0.5 s x 1 miss); wait for that, not longer.
+    beat = tmp_path / "events" / ".hoodie" / ".heartbeat" / killed
+    while beat.exists() and time.time() - beat.stat().st_mtime < 1.5:
+        time.sleep(0.1)
+    _run(stream, tmp_path / "events", tmp_path / "ck",
+         **{"hoodie.client.heartbeat.interval_in_ms": "500",
+            "hoodie.client.heartbeat.tolerable.misses": "1"})
+    table = HudiTable.open(str(tmp_path / "events"))
+    assert killed in table.timeline.rolled_back_instants()
+    assert not table.timeline.pending()
+    assert [b for _, b in _batches(tmp_path / "events")] == [0]
+    assert _rows(spark, tmp_path / "events") == _expected(files) == _rs_rows(tmp_path / "events")
+
+
+@pytest.mark.slow
+def test_to_table_update_and_complete_output_modes(spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import hudisql
+    from hudisql.errors import WriteError
+
+    session = hudisql.connect(spark, warehouse=str(tmp_path / "wh"))
+    try:
+        name = f"streamed_cow_{os.getpid()}"
+        session.sql(f"CREATE TABLE {name} (ts BIGINT, id STRING, v DOUBLE, city STRING) "
+                    "USING hudi TBLPROPERTIES (type = 'cow', primaryKey = 'id', "
+                    "preCombineField = 'ts')")
+        stream = _source(spark, tmp_path, FILES)
+        # Output mode update upserts the updated rows by key, into a catalog table by name.
+        (stream.writeStream.format("hudi").outputMode("update")
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True)
+         .toTable(name).awaitTermination())
+        path = Path(session.table(name).path)
+        assert [b for _, b in _batches(path)] == [0, 1, 2]
+        assert _rows(spark, path) == _expected(FILES) == _rs_rows(path)
+        # Output mode complete: each batch's result replaces the table's rows.
+        counts = (stream.groupBy("city").count().writeStream.format("hudi")
+                  .outputMode("complete").options(**{
+                      "hoodie.table.name": "counts",
+                      "hoodie.datasource.write.recordkey.field": "city"})
+                  .option("checkpointLocation", str(tmp_path / "ck-counts"))
+                  .trigger(availableNow=True).start(str(tmp_path / "counts")))
+        counts.awaitTermination()
+        got = spark.read.format("hudi").load(str(tmp_path / "counts")).select("city", "count")
+        assert sorted(tuple(r) for r in got.collect()) == [("la", 5), ("sf", 4)]
+        table = HudiTable.open(str(tmp_path / "counts"))
+        assert {i.action for i in table.timeline.completed(WRITE_ACTIONS)} == {"replacecommit"}
+        with pytest.raises(WriteError, match="output mode update upserts"):
+            (stream.writeStream.format("hudi").outputMode("update")
+             .option("hoodie.datasource.write.operation", "insert")
+             .option("checkpointLocation", str(tmp_path / "ck-bad")).toTable(name))
+    finally:
+        session.close()
