@@ -170,7 +170,7 @@ def translate(text: str, ctx: TranslationContext) -> Translation:
             limit.pop()  # LIMIT ALL: no limit
     for select in list(tree.find_all(exp.Select)):
         select.set("expressions", [_named(e) for e in select.expressions])
-    tree = tree.transform(lambda node: _rewrite(node, ctx, views))
+    tree = tree.transform(lambda node: _rewrite(node, ctx, views))  # type: ignore[assignment]
     return Translation(tree.sql(dialect="spark"), frozenset(views))
 
 
@@ -189,7 +189,7 @@ def _named(node: exp.Expression) -> exp.Expression:
         name = target.name.lower()
     if name is None and isinstance(target, exp.Bracket) and type(target.this) in _COLUMN_NAMES:
         name = _COLUMN_NAMES[type(target.this)]
-    return exp.alias_(node, name) if name else node
+    return exp.alias_(node, name) if name else node  # type: ignore[return-value]
 
 
 def _rewrite(node: exp.Expression, ctx: TranslationContext, views: set[str]) -> exp.Expression:
