@@ -280,12 +280,15 @@ class Connection:
             self.emit(wire.EMPTY_QUERY)
         for offset, statement in statements:
             self.session.translated = False
+            self.session.running = statement
             try:
                 outcome = self.session.execute(statement)
                 self.send_outcome(outcome, describe=True)
             except Exception as exc:
                 self.fail(exc, statement, offset)
                 break
+            finally:
+                self.session.running = None
         self.ready()
 
     def parse(self, reader: wire.Reader) -> None:
@@ -371,6 +374,8 @@ class Connection:
         if not portal.text:
             self.emit(wire.EMPTY_QUERY)
             return
+        assert self.session is not None
+        self.session.running = portal.text
         try:
             outcome = self._start(portal)
             if portal.done:
@@ -383,6 +388,8 @@ class Connection:
         except Exception as exc:
             self.fail(exc, portal.text, 0)
             self.skipping = True
+        finally:
+            self.session.running = None
 
     def sync(self, reader: wire.Reader) -> None:
         """Sync: end of an extended-protocol batch; the implicit transaction's portals end."""

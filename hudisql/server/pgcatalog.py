@@ -93,7 +93,8 @@ SCHEMAS: dict[str, str] = {
         "oid INT, datname STRING, datdba INT, encoding INT, datcollate STRING,"
         " datctype STRING, datistemplate BOOLEAN, datallowconn BOOLEAN, datconnlimit INT,"
         " datlastsysoid INT, datfrozenxid INT, datminmxid INT, dattablespace INT,"
-        " datacl STRING"),
+        " datacl STRING, datlocprovider STRING, daticulocale STRING, daticurules STRING,"
+        " datcollversion STRING"),
     "pg_settings": (
         "name STRING, setting STRING, unit STRING, category STRING, short_desc STRING,"
         " extra_desc STRING, context STRING, vartype STRING, source STRING, min_val STRING,"
@@ -136,6 +137,37 @@ SCHEMAS: dict[str, str] = {
     "pg_am": "oid INT, amname STRING, amhandler STRING, amtype STRING",
     "pg_attrdef": "oid INT, adrelid INT, adnum SMALLINT, adbin STRING",
     "pg_inherits": "inhrelid INT, inhparent INT, inhseqno INT, inhdetachpending BOOLEAN",
+    "pg_collation": (
+        "oid INT, collname STRING, collnamespace INT, collowner INT, collprovider STRING,"
+        " collisdeterministic BOOLEAN, collencoding INT, collcollate STRING,"
+        " collctype STRING"),
+    "pg_policy": (
+        "oid INT, polname STRING, polrelid INT, polcmd STRING, polpermissive BOOLEAN,"
+        " polroles ARRAY<INT>, polqual STRING, polwithcheck STRING"),
+    "pg_statistic_ext": (
+        "oid INT, stxrelid INT, stxname STRING, stxnamespace INT, stxowner INT,"
+        " stxstattarget INT, stxkeys ARRAY<SMALLINT>, stxkind ARRAY<STRING>"),
+    "pg_publication": (
+        "oid INT, pubname STRING, pubowner INT, puballtables BOOLEAN, pubinsert BOOLEAN,"
+        " pubupdate BOOLEAN, pubdelete BOOLEAN, pubtruncate BOOLEAN, pubviaroot BOOLEAN"),
+    "pg_publication_rel": "oid INT, prpubid INT, prrelid INT, prqual STRING",
+    "pg_publication_namespace": "oid INT, pnpubid INT, pnnspid INT",
+    "pg_trigger": (
+        "oid INT, tgrelid INT, tgparentid INT, tgname STRING, tgfoid INT, tgtype SMALLINT,"
+        " tgenabled STRING, tgisinternal BOOLEAN, tgconstraint INT"),
+    "pg_rewrite": (
+        "oid INT, rulename STRING, ev_class INT, ev_type STRING, ev_enabled STRING,"
+        " is_instead BOOLEAN"),
+    "pg_foreign_table": "ftrelid INT, ftserver INT, ftoptions ARRAY<STRING>",
+    "pg_tablespace": "oid INT, spcname STRING, spcowner INT, spcacl STRING",
+    "pg_depend": (
+        "classid INT, objid INT, objsubid INT, refclassid INT, refobjid INT,"
+        " refobjsubid INT, deptype STRING"),
+    "pg_sequence": "seqrelid INT, seqtypid INT, seqstart BIGINT, seqincrement BIGINT",
+    "pg_user": (
+        "usename STRING, usesysid INT, usecreatedb BOOLEAN, usesuper BOOLEAN,"
+        " userepl BOOLEAN, usebypassrls BOOLEAN, passwd STRING, valuntil TIMESTAMP,"
+        " useconfig ARRAY<STRING>"),
     "information_schema_schemata": (
         "catalog_name STRING, schema_name STRING, schema_owner STRING,"
         " default_character_set_catalog STRING, default_character_set_schema STRING,"
@@ -295,7 +327,7 @@ def _descriptions(databases: list[str], rels: list[Relation], ctx: CatalogContex
 
 def _databases(databases: list[str], rels: list[Relation], ctx: CatalogContext) -> Rows:
     return [(stable_oid(DATABASE), DATABASE, OWNER_OID, 6, "C.UTF-8", "C.UTF-8", False, True,
-             -1, 0, 0, 0, 0, None)]
+             -1, 0, 0, 0, 0, None, "c", None, None, None)]
 
 
 def _settings(databases: list[str], rels: list[Relation], ctx: CatalogContext) -> Rows:
@@ -367,6 +399,13 @@ _ROWS = {
     "pg_settings": _settings, "pg_roles": _roles, "pg_constraint": _constraints,
     "pg_am": _am, "pg_index": _empty, "pg_proc": _empty, "pg_range": _empty,
     "pg_enum": _empty, "pg_extension": _empty, "pg_attrdef": _empty, "pg_inherits": _empty,
+    "pg_collation": _empty, "pg_policy": _empty, "pg_statistic_ext": _empty,
+    "pg_publication": _empty, "pg_publication_rel": _empty,
+    "pg_publication_namespace": _empty, "pg_trigger": _empty, "pg_rewrite": _empty,
+    "pg_foreign_table": _empty, "pg_tablespace": _empty, "pg_depend": _empty,
+    "pg_sequence": _empty,
+    "pg_user": lambda d, r, ctx: [(ctx.user, OWNER_OID, False, False, False, False,
+                                   "********", None, None)],
     "information_schema_schemata": _schemata, "information_schema_tables": _tables,
     "information_schema_columns": _information_columns,
 }

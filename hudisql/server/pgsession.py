@@ -136,6 +136,8 @@ class PgSession:
         #: True while the running statement is a translation of the client's text (its
         #: errors' positions would not point into what the client sent).
         self.translated = False
+        #: The statement running now (None between statements), for the server's view.
+        self.running: str | None = None
 
     # ------------------------------------------------------------------ cancel
 

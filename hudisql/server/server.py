@@ -188,6 +188,12 @@ class PgServer:
         found[0].session.cancel()
         return True
 
+    def running_statements(self) -> dict[int, str]:
+        """The statement each connection is running, by backend id (those running one)."""
+        with self._lock:
+            sessions = [c.session for c, _ in self._connections.values()]
+        return {s.pid: s.running for s in sessions if s is not None and s.running}
+
     @property
     def connection_count(self) -> int:
         """How many clients are connected."""

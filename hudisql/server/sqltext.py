@@ -170,8 +170,21 @@ def translate(text: str, ctx: TranslationContext) -> Translation:
             limit.pop()  # LIMIT ALL: no limit
     for select in list(tree.find_all(exp.Select)):
         select.set("expressions", [_named(e) for e in select.expressions])
-    tree = tree.transform(lambda node: _rewrite(node, ctx, views))  # type: ignore[assignment]
+    tree = _post_order(tree, lambda node: _rewrite(node, ctx, views))
     return Translation(tree.sql(dialect="spark"), frozenset(views))
+
+
+def _post_order(node: exp.Expression,
+                fun: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
+    """``node`` with ``fun`` applied to every node, children first (so a rewrite sees its
+    arguments already rewritten, e.g. ``x::regtype::text``)."""
+    for key, value in list(node.args.items()):
+        if isinstance(value, exp.Expression):
+            node.set(key, _post_order(value, fun))
+        elif isinstance(value, list):
+            node.set(key, [_post_order(v, fun) if isinstance(v, exp.Expression) else v
+                           for v in value])
+    return fun(node)
 
 
 _COLUMN_NAMES: dict[type[exp.Expression], str] = {
@@ -207,15 +220,42 @@ def _rewrite(node: exp.Expression, ctx: TranslationContext, views: set[str]) -> 
         return node
     if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) \
             and node.this.name.lower() == "pg_catalog":
-        return _rewrite(node.expression, ctx, views)
+        return node.expression
     if isinstance(node, exp.Cast):
         return _cast(node, ctx)
+    if isinstance(node, exp.Collate):
+        return node.this  # Spark's collations are not PostgreSQL's; "C" order is Spark's
+    if isinstance(node, exp.Operator):
+        return _operator(node)
     return _function(node, ctx)
+
+
+_OPERATORS: dict[str, Callable[[exp.Expression, exp.Expression], exp.Expression]] = {
+    "~": lambda a, b: exp.RegexpLike(this=a, expression=b),
+    "~*": lambda a, b: exp.RegexpILike(this=a, expression=b),
+    "!~": lambda a, b: exp.Not(this=exp.RegexpLike(this=a, expression=b)),
+    "!~*": lambda a, b: exp.Not(this=exp.RegexpILike(this=a, expression=b)),
+    "=": lambda a, b: exp.EQ(this=a, expression=b),
+    "<>": lambda a, b: exp.NEQ(this=a, expression=b),
+    "~~": lambda a, b: exp.Like(this=a, expression=b),
+    "!~~": lambda a, b: exp.Not(this=exp.Like(this=a, expression=b)),
+}
+
+
+def _operator(node: exp.Operator) -> exp.Expression:
+    """``a OPERATOR(pg_catalog.~) b`` (psql's form) as Spark's operator."""
+    symbol = str(node.args.get("operator", "")).removeprefix("pg_catalog.")
+    make = _OPERATORS.get(symbol)
+    right = node.expression.this if isinstance(node.expression, exp.Collate) else \
+        node.expression
+    return make(node.this, right) if make else node
 
 
 def _cast(node: exp.Cast, ctx: TranslationContext) -> exp.Expression:
     target = node.to
-    name = target.name.upper() if isinstance(target, exp.ObjectIdentifier) else ""
+    name = target.sql("postgres").upper().removeprefix("PG_CATALOG.").strip('"')
+    if name in _SPARK_TYPES:
+        return exp.cast(node.this, _SPARK_TYPES[name])
     if name == "REGCLASS":
         if isinstance(node.this, exp.Literal) and node.this.is_string:
             text = node.this.name
@@ -231,6 +271,15 @@ def _cast(node: exp.Cast, ctx: TranslationContext) -> exp.Expression:
         return exp.cast(node.this, "BIGINT")
     return node
 
+
+#: PostgreSQL type names Spark does not know, as Spark's (``::text``, ``::pg_catalog.int4``).
+_SPARK_TYPES = {"TEXT": "STRING", "VARCHAR": "STRING", "NAME": "STRING", "BPCHAR": "STRING",
+                "CHAR": "STRING", "CHARACTER VARYING": "STRING", "INT2": "SMALLINT",
+                "INT4": "INT", "INT8": "BIGINT", "FLOAT4": "FLOAT", "FLOAT8": "DOUBLE",
+                "BOOL": "BOOLEAN", "INT": "INT", "INTEGER": "INT", "SMALLINT": "SMALLINT",
+                "BIGINT": "BIGINT", "BOOLEAN": "BOOLEAN", "DOUBLE PRECISION": "DOUBLE",
+                "REAL": "FLOAT", "CHAR[]": "ARRAY<STRING>", "TEXT[]": "ARRAY<STRING>",
+                "NAME[]": "ARRAY<STRING>", "OID[]": "ARRAY<BIGINT>"}
 
 _CONSTANT_FUNCTIONS: dict[str, Callable[[TranslationContext], exp.Expression]] = {
     "version": lambda c: exp.Literal.string(c.version),
@@ -281,6 +330,8 @@ def _function(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         return exp.Literal.string("UTF8")
     if name == "pg_get_userbyid":
         return exp.Literal.string(ctx.user)
+    if name == "array_to_string" and len(args) >= 2:
+        return exp.Anonymous(this="concat_ws", expressions=[args[1], args[0]])
     if name == "array_lower" and args:
         return exp.Literal.number(1)
     if name == "array_upper" and args:

@@ -122,7 +122,8 @@ def _text_float(value: float) -> bytes:
         return b"NaN"
     if value in (float("inf"), float("-inf")):
         return b"Infinity" if value > 0 else b"-Infinity"
-    return repr(value).encode()
+    text = repr(value)
+    return (text[:-2] if text.endswith(".0") else text).encode()  # PostgreSQL prints 33, not 33.0
 
 
 def _text_timestamp(value: dt.datetime) -> bytes:
