@@ -3,7 +3,8 @@
 ``hudisql`` starts the shell (statements end at ``;`` and may span lines; history is kept
 in ``~/.hudisql_history`` or ``$HUDISQL_HISTORY``); ``hudisql -e "<sql>"`` and ``hudisql -f
 file.sql`` run a script and exit; ``hudisql demo`` runs the README's demo; ``hudisql
-timeline TABLE --out timeline.png|html`` draws a table's timeline. Results print
+timeline TABLE --out timeline.png|html`` draws a table's timeline; ``hudisql serve`` serves
+BI and SQL tools over the PostgreSQL protocol (:mod:`hudisql.server.command`). Results print
 as aligned tables followed by a timing line (on stderr, so stdout holds the results only).
 The exit status is 0 when every statement ran, 1 when one failed, 2 for bad arguments.
 """
@@ -41,7 +42,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="hudisql",
         description="Spark SQL with Apache Hudi's table services: a shell, or run a script.",
         epilog="'hudisql demo [--warehouse DIR] [--fresh]' runs the README's demo; "
-               "'hudisql timeline TABLE --out timeline.png|html' draws a table's timeline.")
+               "'hudisql timeline TABLE --out timeline.png|html' draws a table's timeline; "
+               "'hudisql serve --help': a PostgreSQL-protocol server for BI tools.")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("-e", dest="execute", metavar="SQL", help="run these statements, exit")
     source.add_argument("-f", dest="file", metavar="FILE", help="run the script in FILE, exit")
@@ -68,6 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(demo.main(words[1:]))
     if words[:1] == ["timeline"]:
         return timeline_main(words[1:])
+    if words[:1] == ["serve"]:
+        serve = importlib.import_module("hudisql.server.command")
+        return int(serve.main(words[1:]))
     args = parse_args(words)
     if args.file is not None:
         try:

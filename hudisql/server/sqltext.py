@@ -1,0 +1,372 @@
+"""Statement text as clients send it: splitting, ``$n`` parameters, and PostgreSQL's SQL
+translated to Spark's with sqlglot.
+
+Analysts type Spark SQL and hudisql statements; tools generate PostgreSQL SQL (``::``
+casts, catalog functions, ``LIMIT ALL``). A statement that names the emulated catalog or
+its functions is translated before it runs; any other runs as written, and is translated
+only when Spark cannot parse it, so an analyst's text reaches Spark byte for byte.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from hudisql.server.pgcatalog import (
+    CATALOG_TABLES,
+    DATABASE,
+    INFORMATION_SCHEMA,
+    PG_CATALOG_OID,
+    regclass_oid,
+)
+from hudisql.server.types import DISPLAY_NAMES, sql_string
+
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
+_PARAM = re.compile(r"\$(\d+)")
+
+
+def _scan(text: str) -> Iterator[tuple[int, int, bool]]:
+    """Yield ``(start, end, is_code)`` spans: code, or quoted text and comments."""
+    i, n, code_start = 0, len(text), 0
+    while i < n:
+        ch = text[i]
+        end = -1
+        if ch in "'\"`":
+            j = i + 1
+            while j < n:
+                if text[j] == "\\" and ch != "`":
+                    j += 2
+                    continue
+                if text[j] == ch:
+                    if j + 1 < n and text[j + 1] == ch:
+                        j += 2
+                        continue
+                    break
+                j += 1
+            end = min(j + 1, n)
+        elif text.startswith("--", i):
+            nl = text.find("\n", i)
+            end = n if nl < 0 else nl
+        elif text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            end = n if close < 0 else close + 2
+        elif ch == "$":
+            match = _DOLLAR_TAG.match(text, i)
+            if match and not text[i + 1:i + 2].isdigit():
+                close = text.find(match.group(0), match.end())
+                end = n if close < 0 else close + len(match.group(0))
+        if end >= 0:
+            if code_start < i:
+                yield code_start, i, True
+            yield i, end, False
+            i = code_start = end
+        else:
+            i += 1
+    if code_start < n:
+        yield code_start, n, True
+
+
+def split_statements(text: str) -> list[tuple[int, str]]:
+    """The ``;``-separated statements of a simple query: ``(offset, text)``, trimmed, empty
+    ones dropped. ``;`` inside strings, quoted names, comments and dollar quotes never
+    splits."""
+    cuts = [-1]
+    for start, end, code in _scan(text):
+        if code:
+            cuts.extend(start + m.start() for m in re.finditer(";", text[start:end]))
+    cuts.append(len(text))
+    pieces = []
+    for a, b in itertools.pairwise(cuts):
+        piece = text[a + 1:b]
+        stripped = piece.strip()
+        if stripped and not _only_comments(stripped):
+            pieces.append((a + 1 + (len(piece) - len(piece.lstrip())), stripped))
+    return pieces
+
+
+def _only_comments(text: str) -> bool:
+    return all(not code or not text[s:e].strip() for s, e, code in _scan(text))
+
+
+def parameter_count(text: str) -> int:
+    """The highest ``$n`` the statement uses (0: none)."""
+    numbers = [int(m.group(1)) for s, e, code in _scan(text) if code
+               for m in _PARAM.finditer(text, s, e)]
+    return max(numbers, default=0)
+
+
+def bind_parameters(text: str, literals: list[str]) -> str:
+    """``text`` with each ``$n`` outside strings and comments replaced by ``literals[n-1]``.
+
+    Raises:
+        ValueError: a ``$n`` with no bound value.
+    """
+    out = []
+    for start, end, code in _scan(text):
+        if not code:
+            out.append(text[start:end])
+            continue
+
+        def replace(match: re.Match[str]) -> str:
+            number = int(match.group(1))
+            if not 1 <= number <= len(literals):
+                raise ValueError(f"there is no parameter ${number}: {len(literals)} bound")
+            return literals[number - 1]
+
+        out.append(_PARAM.sub(replace, text[start:end]))
+    return "".join(out)
+
+
+def first_words(text: str, count: int = 3) -> list[str]:
+    """The first ``count`` words of the statement's code, upper-cased (comments skipped)."""
+    code = " ".join(text[s:e] for s, e, c in _scan(text) if c)
+    return [w.upper() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*|\S", code)[:count]]
+
+
+_POSTGRES_MARKERS = re.compile(
+    r"pg_catalog|information_schema|\bpg_[a-z_]+|::|\bversion\s*\(|current_schema|"
+    r"current_database|has_\w+_privilege|format_type|\bsession_user\b|\bcurrent_user\b|"
+    r"\bLIMIT\s+ALL\b|\bILIKE\b", re.IGNORECASE)
+
+
+def looks_postgres(text: str) -> bool:
+    """True when the statement names the emulated catalog or PostgreSQL-only syntax."""
+    return any(code and _POSTGRES_MARKERS.search(text, s, e) for s, e, code in _scan(text))
+
+
+@dataclass
+class TranslationContext:
+    """What a translation fills in: the user, database, backend id and regclass lookups."""
+
+    user: str
+    current_schema: str
+    pid: int
+    version: str
+
+
+@dataclass(frozen=True)
+class Translation:
+    """PostgreSQL SQL as Spark SQL, and the emulated views it reads."""
+
+    sql: str
+    views: frozenset[str]
+
+
+def translate(text: str, ctx: TranslationContext) -> Translation:
+    """``text`` (PostgreSQL) as Spark SQL with the catalog functions filled in.
+
+    Raises:
+        sqlglot.errors.ParseError: the text is not PostgreSQL SQL either.
+    """
+    tree = sqlglot.parse_one(text, read="postgres")
+    views: set[str] = set()
+    for limit in list(tree.find_all(exp.Limit)):
+        if isinstance(limit.expression, exp.Var) and limit.expression.name.upper() == "ALL":
+            limit.pop()  # LIMIT ALL: no limit
+    for select in list(tree.find_all(exp.Select)):
+        select.set("expressions", [_named(e) for e in select.expressions])
+    tree = _post_order(tree, lambda node: _rewrite(node, ctx, views))
+    return Translation(tree.sql(dialect="spark"), frozenset(views))
+
+
+def _post_order(node: exp.Expression,
+                fun: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
+    """``node`` with ``fun`` applied to every node, children first (so a rewrite sees its
+    arguments already rewritten, e.g. ``x::regtype::text``)."""
+    for key, value in list(node.args.items()):
+        if isinstance(value, exp.Expression):
+            node.set(key, _post_order(value, fun))
+        elif isinstance(value, list):
+            node.set(key, [_post_order(v, fun) if isinstance(v, exp.Expression) else v
+                           for v in value])
+    return fun(node)
+
+
+_COLUMN_NAMES: dict[type[exp.Expression], str] = {
+    exp.CurrentVersion: "version", exp.CurrentSchema: "current_schema",
+    exp.CurrentSchemas: "current_schemas", exp.CurrentUser: "current_user",
+    exp.SessionUser: "session_user",
+}
+
+
+def _named(node: exp.Expression) -> exp.Expression:
+    """A function call in a select list named as PostgreSQL names its column."""
+    target = node.expression if isinstance(node, exp.Dot) else node
+    name = _COLUMN_NAMES.get(type(target))
+    if name is None and isinstance(target, exp.Anonymous):
+        name = target.name.lower()
+    if name is None and isinstance(target, exp.Bracket) and type(target.this) in _COLUMN_NAMES:
+        name = _COLUMN_NAMES[type(target.this)]
+    return exp.alias_(node, name) if name else node  # type: ignore[return-value]
+
+
+def _rewrite(node: exp.Expression, ctx: TranslationContext, views: set[str]) -> exp.Expression:
+    if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+        name, db = node.name.lower(), node.db.lower()
+        view = None
+        if db in ("", "pg_catalog") and name in CATALOG_TABLES:
+            view = CATALOG_TABLES[name]
+        elif db == "information_schema" and name in INFORMATION_SCHEMA:
+            view = INFORMATION_SCHEMA[name]
+        if view is not None:
+            views.add(view)
+            alias = node.args.get("alias")
+            return exp.Table(this=exp.to_identifier(view), alias=alias)
+        return node
+    if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) \
+            and node.this.name.lower() == "pg_catalog":
+        return node.expression
+    if isinstance(node, exp.Cast):
+        return _cast(node, ctx)
+    if isinstance(node, exp.Collate):
+        return node.this  # Spark's collations are not PostgreSQL's; "C" order is Spark's
+    if isinstance(node, exp.Operator):
+        return _operator(node)
+    return _function(node, ctx)
+
+
+_OPERATORS: dict[str, Callable[[exp.Expression, exp.Expression], exp.Expression]] = {
+    "~": lambda a, b: exp.RegexpLike(this=a, expression=b),
+    "~*": lambda a, b: exp.RegexpILike(this=a, expression=b),
+    "!~": lambda a, b: exp.Not(this=exp.RegexpLike(this=a, expression=b)),
+    "!~*": lambda a, b: exp.Not(this=exp.RegexpILike(this=a, expression=b)),
+    "=": lambda a, b: exp.EQ(this=a, expression=b),
+    "<>": lambda a, b: exp.NEQ(this=a, expression=b),
+    "~~": lambda a, b: exp.Like(this=a, expression=b),
+    "!~~": lambda a, b: exp.Not(this=exp.Like(this=a, expression=b)),
+}
+
+
+def _operator(node: exp.Operator) -> exp.Expression:
+    """``a OPERATOR(pg_catalog.~) b`` (psql's form) as Spark's operator."""
+    symbol = str(node.args.get("operator", "")).removeprefix("pg_catalog.")
+    make = _OPERATORS.get(symbol)
+    right = node.expression.this if isinstance(node.expression, exp.Collate) else \
+        node.expression
+    return make(node.this, right) if make else node
+
+
+def _cast(node: exp.Cast, ctx: TranslationContext) -> exp.Expression:
+    target = node.to
+    name = target.sql("postgres").upper().removeprefix("PG_CATALOG.").strip('"')
+    if name in _SPARK_TYPES:
+        return exp.cast(node.this, _SPARK_TYPES[name])
+    if name == "REGCLASS":
+        if isinstance(node.this, exp.Literal) and node.this.is_string:
+            text = node.this.name
+            qualified = text if "." in text or text.startswith("pg_") else \
+                f"{ctx.current_schema}.{text}"
+            return exp.Literal.number(regclass_oid(qualified) or 0)
+        return exp.cast(node.this, "INT")
+    if name in ("REGPROC", "REGPROCEDURE", "NAME", "REGNAMESPACE", "REGROLE"):
+        return exp.cast(node.this, "STRING")
+    if name == "REGTYPE":
+        return _format_type(node.this, exp.Literal.number(-1))
+    if name in ("OID", "XID", "CID", "TID"):
+        return exp.cast(node.this, "BIGINT")
+    return node
+
+
+#: PostgreSQL type names Spark does not know, as Spark's (``::text``, ``::pg_catalog.int4``).
+_SPARK_TYPES = {"TEXT": "STRING", "VARCHAR": "STRING", "NAME": "STRING", "BPCHAR": "STRING",
+                "CHAR": "STRING", "CHARACTER VARYING": "STRING", "INT2": "SMALLINT",
+                "INT4": "INT", "INT8": "BIGINT", "FLOAT4": "FLOAT", "FLOAT8": "DOUBLE",
+                "BOOL": "BOOLEAN", "INT": "INT", "INTEGER": "INT", "SMALLINT": "SMALLINT",
+                "BIGINT": "BIGINT", "BOOLEAN": "BOOLEAN", "DOUBLE PRECISION": "DOUBLE",
+                "REAL": "FLOAT", "CHAR[]": "ARRAY<STRING>", "TEXT[]": "ARRAY<STRING>",
+                "NAME[]": "ARRAY<STRING>", "OID[]": "ARRAY<BIGINT>"}
+
+_CONSTANT_FUNCTIONS: dict[str, Callable[[TranslationContext], exp.Expression]] = {
+    "version": lambda c: exp.Literal.string(c.version),
+    "current_database": lambda c: exp.Literal.string(DATABASE),
+    "current_catalog": lambda c: exp.Literal.string(DATABASE),
+    "current_schema": lambda c: exp.Literal.string(c.current_schema),
+    "pg_backend_pid": lambda c: exp.Literal.number(c.pid),
+    "pg_postmaster_start_time": lambda c: exp.CurrentTimestamp(),
+    "inet_server_addr": lambda c: exp.Null(),
+    "inet_server_port": lambda c: exp.Null(),
+    "txid_current": lambda c: exp.Literal.number(1),
+    "pg_is_in_recovery": lambda c: exp.false(),
+}
+_TRUE_FUNCTIONS = {"pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible"}
+_NULL_FUNCTIONS = {"obj_description", "col_description", "shobj_description", "pg_get_expr",
+                   "pg_get_constraintdef", "pg_get_indexdef", "pg_get_viewdef",
+                   "pg_get_triggerdef", "pg_get_function_result",
+                   "pg_get_function_arguments", "pg_get_partkeydef",
+                   "pg_relation_size", "pg_total_relation_size", "pg_get_serial_sequence"}
+
+
+def _function(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    if isinstance(node, exp.CurrentSchemas):
+        schemas = ["pg_catalog", ctx.current_schema]
+        return exp.Array(expressions=[exp.Literal.string(s) for s in schemas])
+    if isinstance(node, exp.CurrentVersion):
+        return exp.Literal.string(ctx.version)
+    if isinstance(node, exp.CurrentSchema):
+        return exp.Literal.string(ctx.current_schema)
+    if isinstance(node, (exp.CurrentUser, exp.SessionUser)):
+        return exp.Literal.string(ctx.user)
+    if isinstance(node, exp.Column) and not node.table and \
+            node.name.lower() in ("session_user", "current_user", "user", "current_role"):
+        return exp.Literal.string(ctx.user)
+    if not isinstance(node, exp.Anonymous):
+        return node
+    name = node.name.lower()
+    args = node.expressions
+    if name in _CONSTANT_FUNCTIONS:
+        return _CONSTANT_FUNCTIONS[name](ctx)
+    if name in _TRUE_FUNCTIONS or (name.startswith("has_") and name.endswith("_privilege")):
+        return exp.true()
+    if name in _NULL_FUNCTIONS:
+        return exp.cast(exp.Null(), "STRING")
+    if name == "format_type" and len(args) == 2:
+        return _format_type(args[0], args[1])
+    if name == "pg_encoding_to_char":
+        return exp.Literal.string("UTF8")
+    if name == "pg_get_userbyid":
+        return exp.Literal.string(ctx.user)
+    if name == "array_to_string" and len(args) >= 2:
+        return exp.Anonymous(this="concat_ws", expressions=[args[1], args[0]])
+    if name == "array_lower" and args:
+        return exp.Literal.number(1)
+    if name == "array_upper" and args:
+        return exp.Anonymous(this="size", expressions=[args[0]])
+    if name == "pg_my_temp_schema":
+        return exp.Literal.number(0)
+    if name == "to_regclass" and args and isinstance(args[0], exp.Literal):
+        return exp.Literal.number(regclass_oid(args[0].name) or 0)
+    return node
+
+
+def _format_type(oid: exp.Expression, typmod: exp.Expression) -> exp.Expression:
+    """``format_type(oid, typmod)`` as a Spark CASE over the built-in types."""
+    cases = [
+        "WHEN {o} = 1700 AND {m} >= 4 THEN concat('numeric(', "
+        "shiftright({m} - 4, 16), ',', ({m} - 4) & 65535, ')')",
+        "WHEN {o} = 1043 AND {m} >= 4 THEN concat('character varying(', {m} - 4, ')')",
+        "WHEN {o} = 1042 AND {m} >= 4 THEN concat('character(', {m} - 4, ')')",
+    ]
+    cases += [f"WHEN {{o}} = {oid_} THEN {sql_string(name)}"
+              for oid_, name in DISPLAY_NAMES.items()]
+    cases += [f"WHEN {{o}} = {t} THEN {sql_string(name + '[]')}"
+              for t, name in _ARRAY_NAMES.items()]
+    template = "CASE " + " ".join(cases) + " WHEN {o} IS NULL THEN NULL ELSE '???' END"
+    sql = template.format(o=f"({oid.sql('spark')})", m=f"({typmod.sql('spark')})")
+    parsed: exp.Expression = sqlglot.parse_one(sql, read="spark")  # type: ignore[assignment]
+    return parsed
+
+
+def _array_names() -> dict[int, str]:
+    from hudisql.server.types import PG_TYPES
+
+    return {t.array_oid: DISPLAY_NAMES.get(t.oid, t.name) for t in PG_TYPES}
+
+
+_ARRAY_NAMES = _array_names()
+__all__ = ["PG_CATALOG_OID", "Translation", "TranslationContext", "bind_parameters",
+           "looks_postgres", "parameter_count", "split_statements", "translate"]

@@ -1,0 +1,177 @@
+"""Real PostgreSQL clients against ``hudisql serve``: psql, psycopg, SQLAlchemy + pandas,
+pgjdbc and psqlODBC each list hudi tables, filter, CREATE INDEX, SHOW TIMELINE, and get a
+parse error with its position."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.server.conftest import PASSWORD, Served
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def test_psql(served: Served) -> None:
+    script = "\n".join([
+        r"\dt default.*",
+        "SELECT uuid, fare FROM trips WHERE fare > 20 ORDER BY uuid;",
+        "CREATE INDEX idx_psql ON trips (city);",
+        "SELECT count(*) AS instants FROM (SELECT 1) x;",
+        "SHOW TIMELINE trips;",
+        "SELECT uuid\n  FORM trips;",
+    ])
+    env = {**os.environ, "PGPASSWORD": PASSWORD}
+    done = subprocess.run(
+        ["psql", "-X", "-h", "127.0.0.1", "-p", str(served.port), "-U", "alice", "-d",
+         "hudisql", "-v", "ON_ERROR_STOP=0", "-f", "-"],
+        input=script, capture_output=True, text=True, env=env, timeout=300, check=False)
+    out, err = done.stdout, done.stderr
+    assert "| trips | table |" in out
+    assert " b    | 27.7\n c    |   33" in out
+    assert "CREATE INDEX" in out
+    assert "deltacommit" in out or "commit" in out
+    # The caret points into the client's text: line 2, under FORM.
+    assert "ERROR:  [PARSE_SYNTAX_ERROR] Syntax error at or near 'FORM'" in err
+    assert "LINE 2:   FORM trips;\n                ^" in err
+
+
+def test_psycopg(served: Served) -> None:
+    import psycopg
+
+    with psycopg.connect(served.dsn(), autocommit=True) as conn:
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+            ["default"]).fetchall()
+        assert ("trips",) in tables
+        rows = conn.execute("SELECT uuid, fare, ts FROM trips WHERE fare > %s AND city = %s",
+                            [20.0, "sf"]).fetchall()
+        assert rows == [("c", 33.0, 3)]
+        binary = conn.cursor(binary=True).execute(
+            "SELECT uuid, fare, ts, ts > 2 AS late FROM trips WHERE uuid = %s", ["c"])
+        assert binary.fetchall() == [("c", 33.0, 3, True)]
+        cur = conn.execute("CREATE INDEX idx_psycopg ON trips USING bloom_filters (uuid)")
+        assert cur.statusmessage == "CREATE INDEX"
+        timeline = conn.execute("SHOW TIMELINE trips").fetchall()
+        assert len(timeline) >= 2
+        with pytest.raises(psycopg.errors.SyntaxError) as caught:
+            conn.execute("SELECT * FROM trips WHERE")
+        assert caught.value.diag.statement_position == "26"
+
+
+def test_psycopg_transactions_and_cursors(served: Served) -> None:
+    import psycopg
+
+    with psycopg.connect(served.dsn()) as conn:  # not autocommit: psycopg sends BEGIN
+        assert conn.execute("SELECT count(*) FROM trips").fetchone() == (4,)
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute("SELECT * FROM no_such_table")
+        with pytest.raises(psycopg.errors.InFailedSqlTransaction):
+            conn.execute("SELECT 1")
+        conn.rollback()
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        with conn.cursor(name="big") as named:  # DECLARE ... CURSOR / FETCH
+            named.itersize = 250
+            named.execute("SELECT id FROM range(0, 1000, 1, 4)")
+            assert sum(r[0] for r in named) == sum(range(1000))
+        conn.commit()
+    with psycopg.connect(served.dsn(), autocommit=True) as conn:
+        conn.execute("DECLARE held CURSOR WITH HOLD FOR SELECT id FROM range(10)")
+        assert conn.execute("FETCH 3 FROM held").fetchall() == [(0,), (1,), (2,)]
+        assert conn.execute("FETCH ALL IN held").rowcount == 7
+        conn.execute("CLOSE held")
+        with pytest.raises(psycopg.errors.InvalidCursorName):
+            conn.execute("FETCH 1 FROM held")
+
+
+def test_security(served: Served) -> None:
+    import psycopg
+
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(served.dsn(password="wrong"))
+    with psycopg.connect(served.dsn(sslmode="require")) as conn:
+        assert conn.pgconn.ssl_in_use
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    with psycopg.connect(served.dsn("reader"), autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM trips").fetchone() == (4,)
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            conn.execute("INSERT INTO trips VALUES (9, 'z', 1.0, 'sf')")
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            conn.execute("CREATE INDEX idx_reader ON trips (city)")
+    with psycopg.connect(served.dsn(), autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="TRANSFORM"):
+            conn.execute("SELECT TRANSFORM(uuid) USING 'cat /etc/passwd' FROM trips")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="file path"):
+            conn.execute("SELECT * FROM text.`/etc/passwd`")
+        assert conn.execute("SELECT count(*) FROM trips").fetchone() == (4,)
+
+
+def test_sqlalchemy_inspector_and_pandas(served: Served) -> None:
+    import pandas as pd
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(
+        f"postgresql+psycopg://alice:{PASSWORD}@127.0.0.1:{served.port}/hudisql")
+    try:
+        inspector = sa.inspect(engine)
+        assert "default" in inspector.get_schema_names()
+        assert "trips" in inspector.get_table_names(schema="default")
+        columns = {c["name"]: str(c["type"]) for c in
+                   inspector.get_columns("trips", schema="default")}
+        assert columns["fare"] == "DOUBLE PRECISION" and columns["ts"] == "BIGINT"
+        assert inspector.get_pk_constraint("trips", schema="default")[
+            "constrained_columns"] == ["uuid"]
+        frame = pd.read_sql("SELECT uuid, fare FROM trips WHERE city = 'sf' ORDER BY uuid",
+                            engine)
+        assert frame["uuid"].tolist() == ["a", "c"]
+    finally:
+        engine.dispose()
+
+
+def test_pgjdbc(served: Served, tmp_path: Path) -> None:
+    jar = Path("/usr/share/java/postgresql.jar")
+    source = Path(__file__).with_name("PgJdbcClient.java")
+    assert jar.exists(), "scripts/clients.sh install puts the JDBC driver there"
+    subprocess.run(["javac", "-cp", str(jar), "-d", str(tmp_path), str(source)], check=True,
+                   timeout=120)
+    done = subprocess.run(
+        ["java", "-cp", f"{jar}:{tmp_path}", "PgJdbcClient", str(served.port), "alice",
+         PASSWORD], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    assert "trips," in lines["tables"]
+    assert "fare:float8" in lines["columns"] and "uuid:text" in lines["columns"]
+    assert lines["keys"] == "uuid,"
+    assert lines["filtered"] == "b=27.7,c=33.0,"
+    assert lines["streamed"] == f"1000 {sum(range(1000))}"
+    assert lines["create index"] == "ok"
+    assert int(lines["timeline"]) >= 2
+    assert lines["parse error"] == "42601 at 13"
+    assert lines["cancel"].startswith("57014")
+    assert lines["after cancel"] == "1"
+
+
+def test_psqlodbc(served: Served) -> None:
+    pyodbc = pytest.importorskip("pyodbc")
+    assert shutil.which("odbcinst"), "scripts/clients.sh install puts unixODBC there"
+    conn = pyodbc.connect(
+        f"DRIVER={{PostgreSQL Unicode}};SERVER=127.0.0.1;PORT={served.port};"
+        f"DATABASE=hudisql;UID=alice;PWD={PASSWORD};SSLmode=disable;UseDeclareFetch=1;"
+        "Fetch=2", autocommit=True)
+    try:
+        cur = conn.cursor()
+        assert "trips" in [t.table_name for t in cur.tables(schema="default")]
+        assert {c.column_name for c in cur.columns(table="trips", schema="default")} >= {
+            "uuid", "fare", "ts", "city"}
+        rows = cur.execute("SELECT uuid FROM trips WHERE fare > ? ORDER BY uuid", 20.0)
+        assert [r[0] for r in rows.fetchall()] == ["b", "c"]
+        cur.execute("CREATE INDEX idx_odbc ON trips USING column_stats (fare)")
+        assert len(cur.execute("SHOW TIMELINE trips").fetchall()) >= 2
+        with pytest.raises(pyodbc.Error, match="42601"):
+            cur.execute("SELECT uuid FORM trips")
+    finally:
+        conn.close()
