@@ -65,13 +65,15 @@ def test_connect_extends_a_given_session(spark: SparkSession) -> None:
                                            "spark.sql.shuffle.partitions": "5"})
     try:
         assert session.spark is spark
-        assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+        # The user's time zone stays (issue 26); only filter pushdown is turned on.
+        assert spark.conf.get("spark.sql.session.timeZone") == "America/New_York"
         assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
         assert spark.conf.get("spark.sql.shuffle.partitions") == "5"
         # No lock provider named: writes pick the catalog's lock or the file lock per table.
         assert session.options == {"hoodie.write.lock.wait_time_ms": "10"}
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", "4")
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
 
 
 def test_table_by_name_after_register(spark: SparkSession) -> None:

@@ -15,7 +15,7 @@ import hudisql
 from hudisql.session import HudiSession
 from hudisql.table import HudiTable
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ZONE = "spark.sql.session.timeZone"
 LOS_ANGELES = "America/Los_Angeles"
