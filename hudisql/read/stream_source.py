@@ -13,7 +13,8 @@ records written in it, or with ``hoodie.datasource.query.type=incremental`` and
 * The end never passes a pending write: the last completed write with no pending write
   before it (a write that completes later is never skipped); rolled-back writes never count.
 * Admission control: Spark's read limits, admitting whole commits (at least one per batch):
-  ``maxRowsPerTrigger`` (rows written), ``maxFilesPerTrigger`` (files written) or
+  ``maxRowsPerTrigger`` (rows inserted, updated or deleted), ``maxFilesPerTrigger`` (files
+  written) or
   ``maxBytesPerTrigger`` (bytes written), one of them; ``Trigger.AvailableNow`` reads up to
   the end as of the query's start, in batches of that limit.
 * A start among archived or cleaned instants follows
@@ -54,6 +55,7 @@ from hudisql.table.incremental import EARLIEST, check_on_timeline
 from hudisql.table.instant import WRITE_ACTIONS, Action
 
 if TYPE_CHECKING:
+    from hudisql.table.commit_metadata import WriteStat
     from hudisql.table.table import HudiTable
 
 __all__ = ["START_OFFSET", "HudiStreamReader", "read_limit"]
@@ -98,6 +100,14 @@ def read_limit(options: Mapping[str, str], path: str) -> ReadLimit:
                               f"{text!r} is not a whole number > 0")
     kind = {MAX_ROWS: ReadMaxRows, MAX_FILES: ReadMaxFiles, MAX_BYTES: ReadMaxBytes}[name]
     return kind(value)
+
+
+def _changed_rows(stat: WriteStat) -> int:
+    """The rows a write stat changed: inserts, updates and deletes (a copy-on-write base
+    file rewrites its other rows too, which ``num_writes`` counts); ``num_writes`` when a
+    writer recorded no breakdown."""
+    changed = stat.num_inserts + stat.num_update_writes
+    return (changed or stat.num_writes) + stat.num_deletes
 
 
 class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -164,7 +174,7 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             stats = table.timeline.commit_metadata(instant).write_stats()
             if isinstance(limit, ReadMaxRows):
-                size, cap = sum(s.num_writes + s.num_deletes for s in stats), limit.max_rows
+                size, cap = sum(_changed_rows(s) for s in stats), limit.max_rows
             elif isinstance(limit, ReadMaxFiles):
                 size, cap = len(stats), limit.max_files
             elif isinstance(limit, ReadMaxBytes):

@@ -222,3 +222,30 @@ def test_to_table_update_and_complete_output_modes(spark, tmp_path: Path) -> Non
              .option("checkpointLocation", str(tmp_path / "ck-bad")).toTable(name))
     finally:
         session.close()
+
+
+@pytest.mark.slow
+def test_a_failed_attempt_is_rolled_back_and_retried(
+        spark, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    import hudisql
+
+    session = hudisql.connect(spark)  # the newest session over spark: the sink's
+    failed: list[str] = []
+
+    def fail_once(event: str, instant: str) -> None:
+        if event == "written" and not failed:
+            failed.append(instant)
+            raise RuntimeError(f"injected failure of {instant} before its commit")
+
+    session.router.on_write_step = fail_once  # type: ignore[union-attr]
+    try:
+        stream = _source(spark, tmp_path, FILES[:1])
+        with caplog.at_level(logging.WARNING, logger="hudisql.write.stream_sink"):
+            _run(stream, tmp_path / "events", tmp_path / "ck")
+    finally:
+        session.close()
+    assert "batch 0 failed on attempt 1 of 3" in caplog.text
+    table = HudiTable.open(str(tmp_path / "events"))
+    assert failed and failed[0] in table.timeline.rolled_back_instants()
+    assert [b for _, b in _batches(tmp_path / "events")] == [0]
+    assert _rows(spark, tmp_path / "events") == _expected(FILES[:1])
