@@ -20,9 +20,11 @@ from tests.fixtures import TABLE_ZIPS, TEST_JVM_OPTS, copy_table, table_path
 os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS)
 
 
-#: Hypothesis's timing health check (input generation "too slow") fails tests on a loaded
-#: machine (two test processes and other work on 2 cores) while asserting no behaviour.
-settings.register_profile("hudisql", suppress_health_check=[HealthCheck.too_slow])
+#: Hypothesis's timing checks (input generation "too slow", a 200 ms deadline per example)
+#: fail tests on a loaded machine (two test processes and other work on 2 cores) while
+#: asserting no behaviour: timings belong in benchmarks/.
+settings.register_profile("hudisql", suppress_health_check=[HealthCheck.too_slow],
+                          deadline=None)
 settings.load_profile("hudisql")
 
 #: Markers of tests that take many seconds (their modules start first in a parallel run).
