@@ -260,3 +260,32 @@ def test_show_timeline_archived_and_show_archived_commits(tmp_path: Path) -> Non
     [shown] = [s.command for s in parse_script(
         "CALL show_timeline(table => 't', showArchived => true)")]
     assert isinstance(shown, ShowTimeline) and shown.archived
+
+
+def test_every_action_archives_with_its_content(tmp_path: Path) -> None:
+    from hudisql.services.compaction import run_compaction
+
+    client, path, _ = _table(tmp_path, n=4)
+    first = run_compaction(HudiTable.open(str(path)))
+    assert first is not None
+    assert run_clean(HudiTable.open(str(path)), {"hoodie.cleaner.commits.retained": "1"})
+    late = client.upsert([rec(0, 90, "undone")]).instant_time
+    rollback = client.rollback(late)
+    for r in range(30):
+        client.upsert([rec(1, 100 + r, f"w{r}")])
+    assert run_compaction(HudiTable.open(str(path))) is not None
+    assert run_clean(HudiTable.open(str(path)), {"hoodie.cleaner.commits.retained": "1"})
+    before = rows(path)
+    run_archive(HudiTable.open(str(path)))
+    table = HudiTable.open(str(path))
+    archived = {e.timestamp: e for e in ArchivedTimeline(table.storage, table.timeline).entries}
+    [entry] = [e for e in read_archive_file(table.storage, archive_files(
+        table.storage, ".hoodie/archived")[0][1]) if e.timestamp == first.instant
+        and e.state == State.REQUESTED]
+    assert entry.action == "compaction" and entry.record["hoodieCompactionPlan"]["operations"]
+    assert archived[first.instant].record["hoodieCommitMetadata"]["operationType"] == "COMPACT"
+    clean = next(e for e in archived.values() if e.action == "clean")
+    assert clean.record["hoodieCleanMetadata"]["earliestCommitToRetain"]
+    assert archived[rollback].record["hoodieRollbackMetadata"]["commitsRollback"] == [late]
+    assert late not in archived  # rolled back: its files were gone before archival
+    assert rows(path) == before == rs_rows(path)
