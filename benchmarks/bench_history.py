@@ -34,7 +34,8 @@ ROWS = 20
 
 
 def _load() -> str:
-    return "load average %.2f %.2f %.2f" % os.getloadavg()
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
 def _statement(n: int, inserted: int) -> tuple[str, int]:

@@ -155,7 +155,8 @@ def check_time_travel(table: HudiTable, as_of: str, option: str = "as.of.instant
     timeline (see :func:`check_on_timeline`).
 
     Raises:
-        ReadOptionError: malformed, not on the timeline, or at or after a pending write.
+        ReadOptionError: malformed, not on the timeline, at or after a pending write, or
+            cleaned (:meth:`HudiTable.check_readable_as_of`).
     """
     instant = _bound(table, as_of, option, earliest=False)
     assert instant is not None
@@ -166,6 +167,7 @@ def check_time_travel(table: HudiTable, as_of: str, option: str = "as.of.instant
             f"first pending write {pending[0].timestamp} ({pending[0].action}, "
             f"{pending[0].state}); wait for it to complete, roll it back, or travel to an "
             "earlier instant")
+    table.check_readable_as_of(instant)
     return instant
 
 

@@ -4,6 +4,8 @@ archival, and hudi-rs reading the archived table row for row (in-process, no Spa
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,15 +26,42 @@ from hudisql.txn.writer import WriteClient
 from tests.services.kit import Crash, crash_at, mor_table, rec, rows, rs_rows, write_instants
 
 COMMITS = ("commit", "deltacommit", "replacecommit")
+#: Archival settings that let a few commits show the rules.
+SMALL = {"hoodie.keep.min.commits": "3", "hoodie.keep.max.commits": "5"}
+
+
+_BUILT: dict[tuple[int, str], Path] = {}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[int, str], Path]]:
+    """Tables of n commits, written once per module; each test works on a copy."""
+    _BUILT.clear()
+    root = tmp_path_factory.mktemp("archival_tables")
+    for n, table_type in ((40, "MERGE_ON_READ"), (8, "MERGE_ON_READ"), (4, "MERGE_ON_READ"),
+                          (8, "COPY_ON_WRITE")):
+        where = root / f"{table_type}_{n}"
+        client = mor_table(where, keys=4, table_type=table_type)
+        for r in range(n - 1):
+            client.upsert([rec(i, 2 + r, f"u{r}-{i}") for i in range(2)])
+        _BUILT[(n, table_type)] = where / "t"
+    yield _BUILT
+    _BUILT.clear()
+
+
+@pytest.fixture(autouse=True)
+def _uses_built_tables(built: dict[tuple[int, str], Path]) -> None:
+    """Every test here may call ``_table``: the module's tables are built first."""
 
 
 def _table(tmp_path: Path, n: int = 40, table_type: str = "MERGE_ON_READ") -> tuple[
         WriteClient, Path, list[str]]:
-    client = mor_table(tmp_path, keys=4, table_type=table_type)
-    done = [write_instants(tmp_path / "t")[0]]
-    for r in range(n - 1):
-        done.append(client.upsert([rec(i, 2 + r, f"u{r}-{i}") for i in range(2)]).instant_time)
-    return client, tmp_path / "t", done
+    """A private copy of the module's table of ``n`` commits: its writer, path, commits."""
+    path = tmp_path / "t"
+    shutil.copytree(_BUILT[(n, table_type)], path)
+    done = write_instants(path)
+    assert len(done) == n
+    return WriteClient(HudiTable.open(str(path))), path, done
 
 
 def _everything(path: Path) -> tuple[list[str], list[str]]:
@@ -131,24 +160,24 @@ def test_pending_compaction_and_log_compaction_hold_archival_back(tmp_path: Path
 
 
 def test_the_cleaners_earliest_commit_to_retain_holds_archival_back(tmp_path: Path) -> None:
-    _, path, done = _table(tmp_path, table_type="COPY_ON_WRITE")
-    clean = run_clean(HudiTable.open(str(path)), {"hoodie.cleaner.commits.retained": "25"})
-    assert clean is not None and clean.earliest_commit_to_retain == done[15]
+    _, path, done = _table(tmp_path, n=8, table_type="COPY_ON_WRITE")
+    clean = run_clean(HudiTable.open(str(path)), {"hoodie.cleaner.commits.retained": "5"})
+    assert clean is not None and clean.earliest_commit_to_retain == done[3]
     before = rows(path)
-    run_archive(HudiTable.open(str(path)))
+    run_archive(HudiTable.open(str(path)), SMALL)  # 5 would go; the clean keeps done[3:]
     active, archived = _everything(path)
-    assert archived[-1] < done[15] and active[0] == done[15]
+    assert archived == done[:3] and active[0] == done[3]
     assert HudiTable.open(str(path)).timeline.completed([Action.CLEAN])  # newer than archived
     assert rows(path) == before == rs_rows(path)
-    with pytest.raises(ReadOptionError, match=rf"as of {done[3]}: that instant was cleaned"):
-        rows(path, done[3])  # archived, and the clean deleted what it needs
-    assert rows(path, done[15]) == rs_rows(path, done[15])
+    with pytest.raises(ReadOptionError, match=rf"as of {done[1]}: that instant was cleaned"):
+        rows(path, done[1])  # archived, and the clean deleted what it needs
+    assert rows(path, done[3]) == rs_rows(path, done[3])
 
 
 def test_bad_settings_are_refused_before_anything_moves(tmp_path: Path) -> None:
     from hudisql.errors import TableServiceError
 
-    _, path, _ = _table(tmp_path, n=35)
+    _, path, _ = _table(tmp_path, n=8)
     with pytest.raises(TableServiceError, match=r"hoodie.keep.max.commits=20 must be greater"):
         run_archive(HudiTable.open(str(path)), {"hoodie.keep.max.commits": "20"})
     assert archive_files(HudiTable.open(str(path)).storage, ".hoodie/archived") == []
@@ -173,6 +202,7 @@ def test_a_failure_at_each_step_loses_nothing_and_a_rerun_finishes(
     assert rows(path) == before == rs_rows(path)
 
 
+@pytest.mark.slow
 def test_the_metadata_table_holds_archival_back_and_archives_its_own_timeline(
     tmp_path: Path,
 ) -> None:
@@ -180,17 +210,17 @@ def test_the_metadata_table_holds_archival_back_and_archives_its_own_timeline(
     from tests.metadata.test_build_validate import row
 
     table = indexed_table(tmp_path / "t", rows=10)
-    options = {"hoodie.metadata.compact.max.delta.commits": "10"}
+    options = {"hoodie.metadata.compact.max.delta.commits": "4", **SMALL}
     client = WriteClient(table, max_records_per_file=5,
                          participants=participants_for(table, options))
-    for r in range(45):
+    for r in range(14):
         client.upsert([row(r % 10, ts=100 + r, rider=f"r{r}")])
     path = tmp_path / "t"
     before = rows(path)
     mdt_compactions = [i.timestamp for i in
                        MetadataTable(HudiTable.open(str(path))).timeline.completed(["commit"])]
     assert mdt_compactions
-    result = run_archive(HudiTable.open(str(path)))
+    result = run_archive(HudiTable.open(str(path)), options)
     assert result.data and all(i.timestamp < mdt_compactions[-1] for i in result.data)
     assert result.metadata  # the metadata table trimmed its own timeline
     mdt = HudiTable.open(str(path / ".hoodie/metadata"))
@@ -206,32 +236,34 @@ def test_without_a_metadata_compaction_nothing_is_archived(tmp_path: Path) -> No
     from tests.metadata.test_build_validate import row
 
     table = indexed_table(tmp_path / "t", rows=10)
-    options = {"hoodie.metadata.compact.max.delta.commits": "1000"}
+    options = {"hoodie.metadata.compact.max.delta.commits": "1000", **SMALL}
     client = WriteClient(table, max_records_per_file=5,
                          participants=participants_for(table, options))
-    for r in range(35):
+    for r in range(8):
         client.upsert([row(r % 10, ts=100 + r)])
     assert not run_archive(HudiTable.open(str(tmp_path / "t")), options)
 
 
+@pytest.mark.slow
 def test_incremental_and_cdc_queries_read_archived_instants(tmp_path: Path) -> None:
     from hudisql.table.cdc import read_cdc
     from hudisql.table.incremental import read_incremental
 
-    _, path, done = _table(tmp_path)
+    _, path, done = _table(tmp_path, n=8)
 
     def queries() -> list[object]:
         table = HudiTable.open(str(path))
-        return [read_incremental(table, done[3]).sort_by("_hoodie_record_key").to_pylist(),
+        return [read_incremental(table, done[1]).sort_by("_hoodie_record_key").to_pylist(),
                 read_incremental(table, "earliest").sort_by("_hoodie_record_key").to_pylist(),
-                read_cdc(table, done[3]).to_pylist(), read_cdc(table, "earliest").to_pylist()]
+                read_cdc(table, done[1]).to_pylist(), read_cdc(table, "earliest").to_pylist()]
 
     before = queries()
     assert before[2] and before[3]
-    run_archive(HudiTable.open(str(path)))
+    archived = run_archive(HudiTable.open(str(path)), SMALL).data
+    assert [i.timestamp for i in archived] == done[:3]  # the next compaction keeps 5
     assert queries() == before
     table = HudiTable.open(str(path))
-    full = read_incremental(table, done[3], full_scan_fallback=True)
+    full = read_incremental(table, done[1], full_scan_fallback=True)
     assert full.sort_by("_hoodie_record_key").to_pylist() == before[0]
 
 
@@ -260,3 +292,32 @@ def test_show_timeline_archived_and_show_archived_commits(tmp_path: Path) -> Non
     [shown] = [s.command for s in parse_script(
         "CALL show_timeline(table => 't', showArchived => true)")]
     assert isinstance(shown, ShowTimeline) and shown.archived
+
+
+def test_every_action_archives_with_its_content(tmp_path: Path) -> None:
+    from hudisql.services.compaction import run_compaction
+
+    client, path, _ = _table(tmp_path, n=4)
+    first = run_compaction(HudiTable.open(str(path)))
+    assert first is not None
+    assert run_clean(HudiTable.open(str(path)), {"hoodie.cleaner.commits.retained": "1"})
+    late = client.upsert([rec(0, 90, "undone")]).instant_time
+    rollback = client.rollback(late)
+    for r in range(30):
+        client.upsert([rec(1, 100 + r, f"w{r}")])
+    assert run_compaction(HudiTable.open(str(path))) is not None
+    assert run_clean(HudiTable.open(str(path)), {"hoodie.cleaner.commits.retained": "1"})
+    before = rows(path)
+    run_archive(HudiTable.open(str(path)))
+    table = HudiTable.open(str(path))
+    archived = {e.timestamp: e for e in ArchivedTimeline(table.storage, table.timeline).entries}
+    [entry] = [e for e in read_archive_file(table.storage, archive_files(
+        table.storage, ".hoodie/archived")[0][1]) if e.timestamp == first.instant
+        and e.state == State.REQUESTED]
+    assert entry.action == "compaction" and entry.record["hoodieCompactionPlan"]["operations"]
+    assert archived[first.instant].record["hoodieCommitMetadata"]["operationType"] == "COMPACT"
+    clean = next(e for e in archived.values() if e.action == "clean")
+    assert clean.record["hoodieCleanMetadata"]["earliestCommitToRetain"]
+    assert archived[rollback].record["hoodieRollbackMetadata"]["commitsRollback"] == [late]
+    assert late not in archived  # rolled back: its files were gone before archival
+    assert rows(path) == before == rs_rows(path)
