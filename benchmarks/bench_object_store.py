@@ -3,11 +3,11 @@ merge-on-read table with many file groups and instants, counted at a real S3 API
 
 Run: ``.venv/bin/python benchmarks/bench_object_store.py`` (``--file-groups 200
 --instants 100 --partitions 20`` by default). It starts moto's S3 server on 127.0.0.1
-(``moto[server]``, the ``test`` extra) with its request log in a file, builds the table (created by SQL, then
-written by the pure-Python writer with the metadata table kept: one insert of one row per
-file group, one upsert per further instant, then the record index built by SQL; the point
-query and the UPDATE name the partition and the key), and
-counts the HTTP requests every statement makes, driver and executors together, by kind:
+(``moto[server]``, the ``test`` extra) with its request log in a file, builds the table
+(created by SQL, then written by the pure-Python writer with the metadata table kept: one
+insert of one row per file group, one upsert per further instant, then the record index
+built by SQL; the point query and the UPDATE name the partition and the key), and counts
+the HTTP requests every statement makes, driver and executors together, by kind:
 LIST (a bucket listing), GET, HEAD, PUT, DELETE and other.
 """
 
