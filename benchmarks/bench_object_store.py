@@ -9,6 +9,13 @@ insert of one row per file group, one upsert per further instant, then the recor
 built by SQL; the point query and the UPDATE name the partition and the key), and counts
 the HTTP requests every statement makes, driver and executors together, by kind:
 LIST (a bucket listing), GET, HEAD, PUT, DELETE and other.
+
+Measured (defaults; moto 5.2.5, pyarrow 26; requests per statement, before -> after this
+branch's changes: one flat listing of a partitioned table, hoodie.properties read without
+looking for its backup, small objects in one GET and one PUT): point query 57 -> 27,
+UPDATE 1550 -> 1211, SHOW TIMELINE 208 -> 103. The UPDATE reads every file slice: SQL
+DML scans its target through the data source without slice pruning (its WHERE is applied
+by Spark after the scan), the worst offender left.
 """
 
 from __future__ import annotations
