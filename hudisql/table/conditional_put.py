@@ -1,5 +1,6 @@
 """Create-if-absent on S3: a PUT with ``If-None-Match: *``, which the store refuses (412)
-when the object exists, so two writers can never both create one instant file.
+when the object exists, so two writers can never both create one instant file. And a whole
+small object in one GET (pyarrow asks for its size first: a HEAD more per instant read).
 
 ``pyarrow.fs`` cannot send the header; boto3 can (the ``s3`` extra). The client is made
 once per process and endpoint from the same settings pyarrow reads: the ``AWS_*``
@@ -54,6 +55,29 @@ def put_if_absent(base_uri: str, full_path: str, data: bytes) -> None:
         if code in _EXISTS_CODES or status in {"412", "409"}:
             raise FileExistsError(f"s3://{full_path}") from None
         raise OSError(f"PUT s3://{full_path} failed: {redact(str(exc))}") from None
+
+
+def get_bytes(base_uri: str, full_path: str) -> bytes | None:
+    """The whole object ``full_path`` (``bucket/key``) in one GET; None without boto3.
+
+    Raises:
+        FileNotFoundError: no such object.
+        OSError: the store refused the request.
+    """
+    try:
+        client = _client(base_uri)
+    except StorageLocationError:
+        return None
+    from botocore.exceptions import ClientError
+
+    bucket, _, key = full_path.partition("/")
+    try:
+        return bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read())
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        if code in {"NoSuchKey", "404", "NotFound"}:
+            raise FileNotFoundError(f"s3://{full_path}") from None
+        raise OSError(f"GET s3://{full_path} failed: {redact(str(exc))}") from None
 
 
 def _client(base_uri: str) -> Any:

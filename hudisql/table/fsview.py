@@ -192,7 +192,15 @@ class FileSystemView:
             return self._listing
         by_dir: dict[str, list[FileStatus]] = defaultdict(list)
         statuses: list[FileStatus] = []
-        for top in self.storage.list_dir(""):
+        tops = self.storage.list_dir("")
+        folders = sum(1 for t in tops if t.is_dir and not t.name.startswith("."))
+        if not self.storage.is_local and folders > 1:
+            # On an object store one flat listing of the table (a request per 1,000 keys,
+            # .hoodie's included) costs far less than a listing per partition folder.
+            statuses = [s for s in self.storage.list_recursive("")
+                        if not (s.path.startswith(".") and "/" in s.path)]
+            tops = []
+        for top in tops:
             if top.name.startswith("."):
                 if not top.is_dir:
                     statuses.append(top)  # root-level data files of a non-partitioned table

@@ -97,6 +97,12 @@ class Storage:
 
     def read_bytes(self, rel: str) -> bytes:
         """The whole content of the file at ``rel``; raises FileNotFoundError if absent."""
+        if self.scheme == "s3":
+            from hudisql.table.conditional_put import get_bytes
+
+            data = get_bytes(self.base_uri, self.full_path(rel))
+            if data is not None:
+                return data
         with self.fs.open_input_stream(self.full_path(rel)) as f:
             return bytes(f.read())
 

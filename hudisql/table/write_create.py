@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from hudisql.errors import TableAlreadyExistsError, UnsupportedFormatError, WriteError
 from hudisql.table import properties as P
+from hudisql.table.locations import check_location
 from hudisql.table.schema import arrow_to_avro
 from hudisql.table.storage import Storage
 from hudisql.table.table import HudiTable
@@ -149,6 +150,8 @@ def create_table(
     Raises:
         WriteError: a bad argument (nothing is written then).
         TableAlreadyExistsError: a table (or a damaged one) is already at ``path``.
+        StorageLocationError: ``path`` is a URI whose store cannot be used (unknown scheme,
+            missing bucket, refused credentials, credentials in the URI).
     """
     if not isinstance(name, str) or not _TABLE_NAME.match(name):
         raise WriteError(
@@ -193,6 +196,7 @@ def create_table(
         name, kind, keys, parts, precombine_field, avro_text(avro), database,
         hive_style == "true", extra,
     )
+    check_location(os.fspath(path))  # an object store's bucket and credentials, first
     storage = Storage(os.fspath(path))
     _check_location(storage, name)
     for folder in TIMELINE_FOLDERS:

@@ -24,6 +24,7 @@ import pytest
 
 import hudisql
 from hudisql.errors import HudiSqlError, StorageLocationError
+from hudisql.metadata.validate import validate_metadata_table
 from hudisql.table.table import HudiTable
 from hudisql.txn.heartbeat import HEARTBEAT_INTERVAL_MS, HEARTBEAT_TOLERABLE_MISSES, is_abandoned
 from tests.objectstore.conftest import HUDI_RS_OPTIONS, SECRET, S3Server, new_bucket
@@ -108,6 +109,8 @@ def run_flow(hs: hudisql.HudiSession, name: str, location: str, mor: bool) -> No
     assert arrow_rows(hudisql.read_table(location)) == FINAL
     assert arrow_rows(pa.Table.from_batches(
         hudi.HudiTable(location, options=HUDI_RS_OPTIONS).read())) == FINAL
+    result = validate_metadata_table(HudiTable.open(location))  # (the suite's check is local)
+    assert result.ok, result.differences[:5]
 
 
 def test_managed_mor_table_in_an_s3_warehouse(session: hudisql.HudiSession, bucket: str,
@@ -231,10 +234,13 @@ def test_credentials_appear_nowhere(session: hudisql.HudiSession, bucket: str,
     tables wrote, the catalog database, SHOW / DESCRIBE output, errors or logs."""
     caplog.set_level(logging.DEBUG)
     shown = []
-    for statement in ("SHOW TIMELINE trips_mor", "DESCRIBE TABLE EXTENDED trips_cow",
+    for statement in ("SHOW TIMELINE trips_mor", f"SHOW TIMELINE ON 's3://{bucket}/wh/trips_mor'",
+                      "DESCRIBE TABLE EXTENDED trips_cow",
                       "SHOW TBLPROPERTIES trips_mor", "SHOW TABLES",
                       "CALL show_commits(table => 'trips_mor')"):
         shown.extend(str(row) for row in session.sql(statement).collect())
+    by_path = session.sql(f"SHOW TIMELINE ON 's3://{bucket}/wh/trips_mor'").collect()
+    assert by_path == session.sql("SHOW TIMELINE trips_mor").collect()
     with pytest.raises(HudiSqlError) as refused:
         session.sql("CREATE TABLE leak (id INT) USING hudi "
                     f"LOCATION 's3://{bucket}/leak?secret_key={SECRET}' "
