@@ -41,7 +41,7 @@ from hudisql.table.commit_metadata import (
 from hudisql.table.compaction import planned_slice
 from hudisql.table.fsview import FileSlice
 from hudisql.table.instant import Action, Instant
-from hudisql.table.layout import layout_strategy, sort_indices
+from hudisql.table.layout import cut_points, layout_strategy, ordered
 from hudisql.table.merge import read_file_slice
 from hudisql.table.properties import TableProperties
 from hudisql.table.schema import avro_to_arrow
@@ -543,20 +543,25 @@ def execute_group(
     rows = pa.concat_tables(parts, promote_options="permissive") if parts else None
     if rows is None or rows.num_rows == 0:
         return []
-    order = sort_indices(rows, sort_columns, layout)
-    rows = rows.take(order)
+    rows, keyed = ordered(rows, sort_columns, layout)
     outputs = max(1, min(group.num_output_file_groups, rows.num_rows))
-    step = math.ceil(rows.num_rows / outputs)
+    if keyed is not None:
+        cuts = cut_points(keyed, outputs)
+    else:
+        step = math.ceil(rows.num_rows / outputs)
+        cuts = [i * step for i in range(1, outputs) if i * step < rows.num_rows]
+    bounds = list(zip([0, *cuts], [*cuts, rows.num_rows], strict=True))
 
     def write(i: int) -> WriteStat:
+        start, end = bounds[i]
         stat = write_base_file(
             storage, group.partition_path, new_file_id(instant_time, group_index, i),
-            instant_time, write_token, rows.slice(i * step, step), avro_schema,
+            instant_time, write_token, rows.slice(start, end - start), avro_schema,
             compression=compression)
         stat.num_inserts = stat.num_writes  # every row is new to its file group, as in Hudi
         return stat
 
-    chunks = [i for i in range(outputs) if i * step < rows.num_rows]
+    chunks = list(range(len(bounds)))
     # Encoding and compression run in Arrow without the GIL: the files of a group are
     # written side by side on the task's cores.
     with ThreadPoolExecutor(max_workers=min(len(chunks), os.cpu_count() or 1)) as pool:
