@@ -21,7 +21,7 @@ from hudisql.services.clustering import (
 from hudisql.table.clustering import clustering_plan, is_clustering
 from hudisql.table.commit_metadata import read_avro_container
 from hudisql.table.instant import Action
-from hudisql.table.layout import curve_keys, layout_strategy, sort_indices
+from hudisql.table.layout import curve_keys, cut_points, layout_strategy, ordered, sort_indices
 from hudisql.table.table import HudiTable
 from hudisql.txn.rollback import rollback_write
 from hudisql.txn.writer import WriteClient
@@ -121,6 +121,17 @@ def test_layouts_order_rows_along_their_curves() -> None:
         for q in range(4):
             part = slice(16 * q, 16 * q + 16)
             assert np.ptp(a[part]) == 3 and np.ptp(b[part]) == 3
+    # Files are cut where the curve jumps most nearby: whole cells, so with four files each
+    # holds one quadrant of the grid, though the cut may move off the equal split.
+    for layout in ("z-order", "hilbert"):
+        rows, keys = ordered(grid.slice(3), ["a", "b"], layout)
+        assert keys is not None
+        bounds = list(zip([0, *cut_points(keys, 4)], [*cut_points(keys, 4), rows.num_rows],
+                          strict=True))
+        assert len(bounds) == 4
+        for start, end in bounds:
+            part = rows.slice(start, end - start)
+            assert np.ptp(np.array(part["a"])) == 3 and np.ptp(np.array(part["b"])) == 3
     linear = sort_indices(grid, ["b", "a"], "linear").to_pylist()
     assert linear == list(range(64))
     assert layout_strategy("ZORDER") == "z-order"
