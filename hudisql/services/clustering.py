@@ -29,9 +29,7 @@ from hudisql.services.protocol import StepHook, is_abandoned_instant, no_step
 from hudisql.services.runner import LocalRunner, SliceRunner, Task, TaskAttempt
 from hudisql.table.clustering import (
     FILTER_MODE,
-    LAYOUT_STRATEGY,
     PARTITION_SELECTED,
-    SORT_COLUMNS,
     ClusteringGroup,
     ClusteringPlan,
     ClusteringSettings,
@@ -45,6 +43,7 @@ from hudisql.table.clustering import (
     pending_clusterings,
     stale_slices,
 )
+from hudisql.table.clustering_plan import LAYOUT_STRATEGY, SORT_COLUMNS
 from hudisql.table.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.compaction import plan_slice
 from hudisql.table.filenames import BaseFileName

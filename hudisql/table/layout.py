@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 
 from hudisql.errors import TableServiceError
 
-__all__ = ["LAYOUT_STRATEGIES", "curve_keys", "layout_strategy", "sort_indices"]
+__all__ = ["LAYOUT_STRATEGIES", "curve_keys", "cut_points", "layout_strategy", "ordered",
+           "sort_indices"]
 
 #: Hudi's names of the layout strategies, and the spellings hudisql accepts for them.
 LAYOUT_STRATEGIES = {"linear": "linear", "z-order": "z-order", "zorder": "z-order",
@@ -109,3 +110,40 @@ def sort_indices(rows: pa.Table, columns: Sequence[str], strategy: str) -> pa.Ar
                                sort_keys=[(c, "ascending") for c in columns])  # nulls last
     keys = curve_keys(rows, columns, strategy)
     return pa.array(np.argsort(keys, kind="stable").astype(np.int64))
+
+
+def ordered(rows: pa.Table, columns: Sequence[str], strategy: str) -> (
+        tuple[pa.Table, np.ndarray | None]):
+    """``rows`` in ``strategy``'s order over ``columns``, and for a curve their keys in that
+    order (None for a linear order) to cut them into files with :func:`cut_points`."""
+    if strategy == "linear" or not columns or rows.num_rows == 0:
+        return rows.take(sort_indices(rows, columns, strategy)), None
+    keys = curve_keys(rows, columns, strategy)
+    order = np.argsort(keys, kind="stable")
+    return rows.take(pa.array(order.astype(np.int64))), keys[order]
+
+
+def cut_points(sorted_keys: np.ndarray, parts: int) -> list[int]:
+    """Row indexes at which to cut rows sorted by curve key into ``parts`` files of about
+    equal size, each moved (by at most a quarter of a file) to where the keys differ in
+    the highest bit nearby: files then hold whole cells of the curve, whose bounding boxes
+    (the column stats) stay small on every column."""
+    n = len(sorted_keys)
+    if parts <= 1 or n == 0:
+        return []
+    step = n / parts
+    reach = max(1, int(step / 4))
+    jumps = np.zeros(n, dtype=np.uint64)
+    jumps[1:] = sorted_keys[1:] ^ sorted_keys[:-1]
+    cuts = []
+    for i in range(1, parts):
+        ideal = round(i * step)
+        lo, hi = max(1, ideal - reach), min(n - 1, ideal + reach)
+        if lo > hi:
+            continue
+        window = jumps[lo:hi + 1]
+        # The highest differing bit wins; among equals, the cut nearest the ideal one.
+        top = np.floor(np.log2(window.astype(np.float64) + 1.0))
+        best = np.flatnonzero(top == top.max())
+        cuts.append(lo + int(best[np.argmin(np.abs(best + lo - ideal))]))
+    return sorted(set(cuts))

@@ -21,7 +21,7 @@ from hudisql.services.clustering import (
 from hudisql.table.clustering import clustering_plan, is_clustering
 from hudisql.table.commit_metadata import read_avro_container
 from hudisql.table.instant import Action
-from hudisql.table.layout import curve_keys, layout_strategy, sort_indices
+from hudisql.table.layout import curve_keys, cut_points, layout_strategy, ordered, sort_indices
 from hudisql.table.table import HudiTable
 from hudisql.txn.rollback import rollback_write
 from hudisql.txn.writer import WriteClient
@@ -121,6 +121,17 @@ def test_layouts_order_rows_along_their_curves() -> None:
         for q in range(4):
             part = slice(16 * q, 16 * q + 16)
             assert np.ptp(a[part]) == 3 and np.ptp(b[part]) == 3
+    # Files are cut where the curve jumps most nearby: whole cells, so with four files each
+    # holds one quadrant of the grid, though the cut may move off the equal split.
+    for layout in ("z-order", "hilbert"):
+        rows, keys = ordered(grid.slice(3), ["a", "b"], layout)
+        assert keys is not None
+        bounds = list(zip([0, *cut_points(keys, 4)], [*cut_points(keys, 4), rows.num_rows],
+                          strict=True))
+        assert len(bounds) == 4
+        for start, end in bounds:
+            part = rows.slice(start, end - start)
+            assert np.ptp(np.array(part["a"])) == 3 and np.ptp(np.array(part["b"])) == 3
     linear = sort_indices(grid, ["b", "a"], "linear").to_pylist()
     assert linear == list(range(64))
     assert layout_strategy("ZORDER") == "z-order"
@@ -280,3 +291,51 @@ def test_a_killed_clustering_is_finished_by_the_next_run(tmp_path: Path, step: s
     assert rows(path) == before == rs_rows(path)
     # One file per partition from the finished run, none left of the dead one.
     assert len(list(path.rglob(f"*_{pending.timestamp}.parquet"))) == 2
+
+
+DIE_IN_COMMIT = """
+import os, sys
+from hudisql.metadata.participant import participants_for
+from hudisql.services.clustering import run_clustering
+from hudisql.table.table import HudiTable
+
+class Die:
+    def on_commit(self, table, instant, metadata):
+        os._exit(17)  # the metadata table has taken its part; the instant is not complete
+
+    def on_rollback(self, table, instant):
+        pass
+
+table = HudiTable.open(sys.argv[1])
+run_clustering(table, {"hoodie.clustering.plan.strategy.sort.columns": "v"},
+               participants=[*participants_for(table), Die()])
+"""
+
+
+def test_killed_after_the_metadata_table_took_its_part(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from hudisql.metadata.build import build_partitions
+    from hudisql.metadata.participant import participants_for
+    from hudisql.metadata.validate import validate_metadata_table
+
+    client = mor_table(tmp_path, keys=10)
+    build_partitions(client.table, ("files", "column_stats", "record_index"))
+    for r in range(2):
+        table = HudiTable.open(str(tmp_path / "t"))
+        WriteClient(table, participants=participants_for(table)).insert(
+            [rec(i, 1, f"x{i}") for i in range(10 + 10 * r, 20 + 10 * r)])
+    path = tmp_path / "t"
+    before = rows(path)
+    done = subprocess.run([sys.executable, "-c", DIE_IN_COMMIT, str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 17, done.stderr
+    assert rows(path) == before and validate_metadata_table(HudiTable.open(str(path))).ok
+    for beat in (path / ".hoodie" / ".heartbeat").glob("*"):
+        beat.unlink()
+    table = HudiTable.open(str(path))
+    [finished] = run_clustering(table, participants=participants_for(table))
+    assert rows(path) == before == rs_rows(path)
+    assert validate_metadata_table(HudiTable.open(str(path))).ok
+    assert finished.instant in {i.timestamp for i in HudiTable.open(str(path)).timeline.completed()}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import hudisql
-from hudisql.errors import TableServiceError
+from hudisql.errors import CommitConflictError, TableServiceError
 from hudisql.session import HudiSession
 from hudisql.sql.timeline import timeline_rows
 from hudisql.table.table import HudiTable
@@ -51,13 +51,11 @@ def _kept(session: HudiSession, flt: str) -> int:
     return int(total.file_slices_after)
 
 
-@pytest.mark.parametrize("kind", ["mor", "cow"])
-def test_run_clustering_sql_keeps_rows_and_indexes_and_prunes(session: HudiSession,
-                                                               kind: str) -> None:
-    path = _events(session, kind)
+def test_run_clustering_sql_keeps_rows_and_indexes_and_prunes(session: HudiSession) -> None:
+    # Merge-on-read with log files in the clustered groups (copy-on-write: the core tests).
+    path = _events(session, "mor")
     table = HudiTable.open(str(path))
-    if kind == "mor":
-        assert any(s.has_log_files for s in table.file_slices())
+    assert any(s.has_log_files for s in table.file_slices())
     query = "SELECT id, v, ts, city, _hoodie_commit_time FROM ev ORDER BY id"
     before, sql_before = rows(path), session.sql(query).collect()
     kept_before = _kept(session, "v BETWEEN 10 AND 15")
@@ -102,11 +100,20 @@ def test_procedures_handle_inline_and_refusals(session: HudiSession) -> None:
     with pytest.raises(TableServiceError, match="'v' is not a partition column"):
         session.sql("CALL run_clustering(table => 'ev', predicate => 'v > 3')")
     assert snapshot(str(path)) == same
+    # A Spark write updating a file group under the pending clustering is refused.
+    update = session.spark.createDataFrame([(1, 777, 9, "sf")],
+                                           "id INT, v INT, ts BIGINT, city STRING")
+    with pytest.raises(CommitConflictError, match="pending clustering"):
+        session.table("ev").write(update, "upsert")
+    assert rows(path) == before
     out = session.sql("CALL run_clustering(table => 'ev', op => 'execute', "
                       "show_involved_partition => false)").collect()
     assert [(r.timestamp, r.state, r.involved_partitions) for r in out] == [
         (zorder[0].timestamp, "COMPLETED", "*")]
     assert rows(path) == before == rs_rows(path)
+    session.table("ev").write(update, "upsert")  # retried once the clustering completed
+    before = rows(path)  # the new baseline
+    assert [(r["v"], r["ts"]) for r in rows(path) if r["id"] == 1] == [(777, 9)]
     # A Z-order over (v, id) prunes on either column.
     assert _kept(session, "v BETWEEN 10 AND 15 AND city = 'sf'") < 8
     assert _kept(session, "id BETWEEN 10 AND 15 AND city = 'sf'") < 8
