@@ -357,6 +357,10 @@ class Connection:
             self.emit(source.description() if source is not None else wire.NO_DATA)
             return
         portal = self.portals.get(name)
+        cursor = self.session.cursors.get(name)
+        if portal is None and cursor is not None:  # a DECLAREd cursor is a portal too
+            self.emit(cursor.source.description())
+            return
         if portal is None:
             raise ServerError("34000", f'portal "{name}" does not exist')
         if not portal.text:

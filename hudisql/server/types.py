@@ -292,5 +292,6 @@ def _decode_binary(value: bytes, oid: int) -> Any:
 
 
 def sql_string(text: str) -> str:
-    """``text`` as a Spark SQL string literal (backslashes and quotes escaped)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """``text`` as a Spark SQL string literal: quotes doubled (which PostgreSQL reads too,
+    so a bound statement can still be translated), backslashes escaped for Spark."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
