@@ -164,7 +164,7 @@ def translate(text: str, ctx: TranslationContext) -> Translation:
     Raises:
         sqlglot.errors.ParseError: the text is not PostgreSQL SQL either.
     """
-    tree = sqlglot.parse_one(text, read="postgres")
+    tree: exp.Expression = sqlglot.parse_one(text, read="postgres")  # type: ignore[assignment]
     _check_nothing_dropped(text, tree)
     views: set[str] = set()
     for limit in list(tree.find_all(exp.Limit)):
@@ -177,7 +177,7 @@ def translate(text: str, ctx: TranslationContext) -> Translation:
 
 
 def _words(text: str) -> list[str]:
-    from sqlglot.tokens import TokenType
+    from sqlglot.tokenizer_core import TokenType
 
     skip = {TokenType.SEMICOLON}
     return [t.text.upper() for t in sqlglot.tokenize(text, read="postgres")
@@ -256,11 +256,13 @@ def _rewrite(node: exp.Expression, ctx: TranslationContext, views: set[str]) -> 
         return node
     if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) \
             and node.this.name.lower() == "pg_catalog":
-        return node.expression
+        expression: exp.Expression = node.expression
+        return expression
     if isinstance(node, exp.Cast):
         return _cast(node, ctx)
     if isinstance(node, exp.Collate):
-        return node.this  # Spark's collations are not PostgreSQL's; "C" order is Spark's
+        collated: exp.Expression = node.this  # Spark's collations are not PostgreSQL's
+        return collated
     if isinstance(node, exp.Operator):
         return _operator(node)
     return _function(node, ctx)

@@ -143,9 +143,9 @@ def test_bad_protocol_input(served: Served) -> None:
     sock.sendall(b"Q" + struct.pack("!i", 1000) + b"SELECT")
     sock.close()
     # Oversized: a 2 MiB query against the 1 MiB limit.
-    with psycopg.connect(served.dsn(), autocommit=True) as conn:
-        with pytest.raises(psycopg.OperationalError, match="exceeds the server's limit"):
-            conn.execute("SELECT 1 -- " + "x" * (2 << 20))
+    with psycopg.connect(served.dsn(), autocommit=True) as conn, pytest.raises(
+            psycopg.OperationalError, match="exceeds the server's limit"):
+        conn.execute("SELECT 1 -- " + "x" * (2 << 20))
     # None of it touched the server or the table.
     with psycopg.connect(served.dsn(), autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM trips").fetchone() == (4,)
