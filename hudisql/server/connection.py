@@ -47,6 +47,9 @@ class Portal:
     text: str
     formats: list[int]
     outcome: Outcome | None = None
+    #: The text as the client sent it (None when parameters were bound into it, so error
+    #: positions in the bound text would not match the client's).
+    client_text: str | None = None
     rows_sent: int = 0
     done: bool = False
     extra: dict[str, object] = field(default_factory=dict)
@@ -330,7 +333,8 @@ class Connection:
         old = self.portals.pop(portal_name, None)
         if old is not None and old.outcome and old.outcome.source and not old.outcome.keep:
             old.outcome.source.close()
-        self.portals[portal_name] = Portal(text, result_formats)
+        self.portals[portal_name] = Portal(text, result_formats,
+                                           client_text=None if literals else text)
         self.emit(wire.BIND_COMPLETE)
 
     def _start(self, portal: Portal) -> Outcome:
@@ -366,7 +370,12 @@ class Connection:
         if not portal.text:
             self.emit(wire.NO_DATA)
             return
-        outcome = self._start(portal)
+        try:
+            outcome = self._start(portal)
+        except Exception as exc:
+            self.fail(exc, portal.client_text, 0)
+            self.skipping = True
+            return
         self.emit(outcome.source.description() if outcome.source is not None else wire.NO_DATA)
 
     def execute(self, reader: wire.Reader) -> None:
@@ -390,7 +399,7 @@ class Connection:
             else:
                 self.emit(wire.PORTAL_SUSPENDED)
         except Exception as exc:
-            self.fail(exc, portal.text, 0)
+            self.fail(exc, portal.client_text, 0)
             self.skipping = True
         finally:
             self.session.running = None
