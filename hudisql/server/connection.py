@@ -249,7 +249,10 @@ class Connection:
             log.warning("statement failed on connection %d", self.pid, exc_info=exc)
         translated = self.session.hudi is not None and getattr(self.session, "translated",
                                                                  False)
-        self.send_error(to_pg_error(exc, None if translated else text), offset)
+        error = to_pg_error(exc, None if translated else text)
+        log.info("connection %d: %s %s (statement: %s)", self.pid, error.sqlstate,
+                 error.message, (text or self.session.running or "")[:2000])
+        self.send_error(error, offset + getattr(exc, "position_offset", 0))
         if self.session.status == "T":
             self.session.status = "E"
 

@@ -244,8 +244,10 @@ def _rewrite(node: exp.Expression, ctx: TranslationContext, views: set[str]) -> 
             view = INFORMATION_SCHEMA[name]
         if view is not None:
             views.add(view)
-            alias = node.args.get("alias")
-            return exp.Table(this=exp.to_identifier(view), alias=alias)
+            # In place: a parenthesized join hangs its joins on the table node.
+            node.set("this", exp.to_identifier(view))
+            node.set("db", None)
+            node.set("catalog", None)
         return node
     if isinstance(node, exp.Column) and node.args.get("db") is not None:
         db, table = node.args["db"].name.lower(), node.table.lower()
