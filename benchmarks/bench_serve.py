@@ -6,6 +6,10 @@ query is ``SELECT id, id * 0.5 AS half, concat('row-', id) AS label FROM range(r
 (three columns: bigint, double, string), fetched whole by a psycopg cursor over the
 server (text format), and by ``spark.sql(...).toArrow()`` in the server's own process.
 The goal of the issue: the server within 1.5x of ``toArrow()``. Prints the machine's load.
+
+Measured 2026-11-28 (2 cores, load 1.2 falling from 15): 1M rows toArrow() 0.96 s, through
+psycopg 2.08 s (2.16x); 6.7 small statements per second (each query that is not a local
+relation runs a Spark job through mapInArrow).
 """
 
 from __future__ import annotations
