@@ -47,6 +47,9 @@ class Portal:
     text: str
     formats: list[int]
     outcome: Outcome | None = None
+    #: The text as the client sent it (None when parameters were bound into it, so error
+    #: positions in the bound text would not match the client's).
+    client_text: str | None = None
     rows_sent: int = 0
     done: bool = False
     extra: dict[str, object] = field(default_factory=dict)
@@ -246,7 +249,10 @@ class Connection:
             log.warning("statement failed on connection %d", self.pid, exc_info=exc)
         translated = self.session.hudi is not None and getattr(self.session, "translated",
                                                                  False)
-        self.send_error(to_pg_error(exc, None if translated else text), offset)
+        error = to_pg_error(exc, None if translated else text)
+        log.info("connection %d: %s %s (statement: %s)", self.pid, error.sqlstate,
+                 error.message, (text or self.session.running or "")[:2000])
+        self.send_error(error, offset + getattr(exc, "position_offset", 0))
         if self.session.status == "T":
             self.session.status = "E"
 
@@ -330,7 +336,8 @@ class Connection:
         old = self.portals.pop(portal_name, None)
         if old is not None and old.outcome and old.outcome.source and not old.outcome.keep:
             old.outcome.source.close()
-        self.portals[portal_name] = Portal(text, result_formats)
+        self.portals[portal_name] = Portal(text, result_formats,
+                                           client_text=None if literals else text)
         self.emit(wire.BIND_COMPLETE)
 
     def _start(self, portal: Portal) -> Outcome:
@@ -357,12 +364,21 @@ class Connection:
             self.emit(source.description() if source is not None else wire.NO_DATA)
             return
         portal = self.portals.get(name)
+        cursor = self.session.cursors.get(name)
+        if portal is None and cursor is not None:  # a DECLAREd cursor is a portal too
+            self.emit(cursor.source.description())
+            return
         if portal is None:
             raise ServerError("34000", f'portal "{name}" does not exist')
         if not portal.text:
             self.emit(wire.NO_DATA)
             return
-        outcome = self._start(portal)
+        try:
+            outcome = self._start(portal)
+        except Exception as exc:
+            self.fail(exc, portal.client_text, 0)
+            self.skipping = True
+            return
         self.emit(outcome.source.description() if outcome.source is not None else wire.NO_DATA)
 
     def execute(self, reader: wire.Reader) -> None:
@@ -386,7 +402,7 @@ class Connection:
             else:
                 self.emit(wire.PORTAL_SUSPENDED)
         except Exception as exc:
-            self.fail(exc, portal.text, 0)
+            self.fail(exc, portal.client_text, 0)
             self.skipping = True
         finally:
             self.session.running = None

@@ -25,7 +25,8 @@ _FORBIDDEN = [
     (re.compile(r"^\s*LOAD\s+DATA\b", re.I), "LOAD DATA reads files on the server"),
     (re.compile(r"\b(INSERT\s+OVERWRITE\s+(LOCAL\s+)?DIRECTORY)\b", re.I),
      "INSERT OVERWRITE DIRECTORY writes files on the server"),
-    (re.compile(r"\b(csv|json|parquet|orc|text|avro|binaryFile|hudi)\s*\.\s*`", re.I),
+    # Quoted names are blanked to '' before matching: csv.`/path` reads as csv. ''
+    (re.compile(r"\b(csv|json|parquet|orc|text|avro|binaryFile|hudi)\s*\.\s*''", re.I),
      "a query on a file path reads the server's files; query a table by name"),
     (re.compile(r"^\s*(CREATE|REPLACE)\s+(TEMPORARY\s+)?FUNCTION\b", re.I),
      "CREATE FUNCTION loads code into the server"),

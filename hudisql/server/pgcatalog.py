@@ -163,7 +163,9 @@ SCHEMAS: dict[str, str] = {
     "pg_depend": (
         "classid INT, objid INT, objsubid INT, refclassid INT, refobjid INT,"
         " refobjsubid INT, deptype STRING"),
-    "pg_sequence": "seqrelid INT, seqtypid INT, seqstart BIGINT, seqincrement BIGINT",
+    "pg_sequence": (
+        "seqrelid INT, seqtypid INT, seqstart BIGINT, seqincrement BIGINT, seqmax BIGINT,"
+        " seqmin BIGINT, seqcache BIGINT, seqcycle BOOLEAN"),
     "pg_user": (
         "usename STRING, usesysid INT, usecreatedb BOOLEAN, usesuper BOOLEAN,"
         " userepl BOOLEAN, usebypassrls BOOLEAN, passwd STRING, valuntil TIMESTAMP,"

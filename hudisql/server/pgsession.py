@@ -388,7 +388,11 @@ def _declare(s: PgSession, text: str, words: list[str]) -> Outcome:
     cursor_name = _name(name)
     if cursor_name in s.cursors:
         raise ServerError("42P03", f'cursor "{cursor_name}" already exists')
-    outcome = s.run_sql(query)
+    try:
+        outcome = s.run_sql(query)
+    except Exception as exc:
+        exc.position_offset = match.start(4)  # type: ignore[attr-defined]
+        raise
     if outcome.source is None:
         raise ServerError("42P11", "DECLARE CURSOR needs a query that returns rows")
     if "BINARY" in options.upper():

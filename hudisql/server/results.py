@@ -53,13 +53,23 @@ def frame_batches(frame: DataFrame) -> Iterator[pa.RecordBatch]:
     from pyspark.sql.types import BinaryType, StructField, StructType
 
     if frame.isLocal():
-        # Rows already on the driver (constants, catalog views, command results): no job.
-        yield from frame.toArrow().to_batches()
+        # Rows already on the driver (constants, catalog views, command results): collect()
+        # runs no Spark job, so it never waits for cores another client's job holds.
+        rows = frame.collect()
+        names = [f"c{i}" for i in range(len(frame.columns))]
+        columns = [pa.array([_plain(r[i]) for r in rows]) for i in range(len(names))]
+        yield pa.RecordBatch.from_arrays(columns, names=names)
         return
     packed = frame.mapInArrow(_to_ipc, StructType([StructField("ipc", BinaryType(), False)]))
     for row in packed.toLocalIterator(prefetchPartitions=True):
         with pa.ipc.open_stream(row[0]) as reader:
             yield from reader
+
+
+def _plain(value: object) -> object:
+    """A collected value as Arrow takes it (Rows of structs as dicts)."""
+    as_dict = getattr(value, "asDict", None)
+    return as_dict(recursive=True) if callable(as_dict) else value
 
 
 def _to_ipc(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -65,6 +65,7 @@ _BY_CLASS: list[tuple[type[BaseException], str]] = [
     (e.HudiSqlError, "XX000"),
 ]
 
+_SQLSTATE = re.compile(r"SQLSTATE: (\w{5})")
 _LINE_POS = re.compile(r"\(line (\d+), pos (\d+)\)")
 
 
@@ -98,6 +99,15 @@ def _spark_fields(exc: BaseException, message: str,
                   text: str | None) -> tuple[str, str | None, str | None, int | None]:
     lines = message.splitlines()
     first = lines[0] if lines else type(exc).__name__
+    if first.startswith("An error occurred while calling"):
+        # A JVM error reached Python unconverted (e.g. a task failing while rows stream):
+        # the innermost cause names what happened.
+        causes = [x.split(": ", 1)[1] for x in lines if x.startswith("Caused by: ") and ": " in x]
+        if causes:
+            first = causes[-1].strip()
+            found = _SQLSTATE.search(first)
+            if found and not callable(getattr(exc, "getSqlState", None)):
+                return first, None, found.group(1), None
     detail = "\n".join(x for x in lines[1:] if x.strip())[:2000] or None
     get_state = getattr(exc, "getSqlState", None)
     sqlstate = get_state() if callable(get_state) else None

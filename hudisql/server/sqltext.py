@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import sqlglot
+import sqlglot.errors
 from sqlglot import exp
 
 from hudisql.server.pgcatalog import (
@@ -163,7 +164,8 @@ def translate(text: str, ctx: TranslationContext) -> Translation:
     Raises:
         sqlglot.errors.ParseError: the text is not PostgreSQL SQL either.
     """
-    tree = sqlglot.parse_one(text, read="postgres")
+    tree: exp.Expression = sqlglot.parse_one(text, read="postgres")  # type: ignore[assignment]
+    _check_nothing_dropped(text, tree)
     views: set[str] = set()
     for limit in list(tree.find_all(exp.Limit)):
         if isinstance(limit.expression, exp.Var) and limit.expression.name.upper() == "ALL":
@@ -172,6 +174,33 @@ def translate(text: str, ctx: TranslationContext) -> Translation:
         select.set("expressions", [_named(e) for e in select.expressions])
     tree = _post_order(tree, lambda node: _rewrite(node, ctx, views))
     return Translation(tree.sql(dialect="spark"), frozenset(views))
+
+
+def _words(text: str) -> list[str]:
+    from sqlglot.tokenizer_core import TokenType
+
+    skip = {TokenType.SEMICOLON}
+    return [t.text.upper() for t in sqlglot.tokenize(text, read="postgres")
+            if t.token_type not in skip and (t.text[:1].isalnum() or t.text[:1] == "_")]
+
+
+def _check_nothing_dropped(text: str, tree: exp.Expression) -> None:
+    """Refuse a parse that lost words of the text: sqlglot forgives some malformed SQL
+    (``SELECT * FROM t WHERE`` parses as ``SELECT * FROM t``), which must never run.
+
+    Raises:
+        sqlglot.errors.ParseError: a word of ``text`` is missing from the parsed statement.
+    """
+    kept = set(_words(tree.sql(dialect="postgres")))
+    lost = [w for w in _words(text) if w not in kept and w not in _EQUIVALENT_WORDS]
+    if lost:
+        raise sqlglot.errors.ParseError(f"the statement does not parse near {lost[0]}")
+
+
+#: Words sqlglot may legitimately spell differently when it writes PostgreSQL back.
+_EQUIVALENT_WORDS = {"AS", "INNER", "OUTER", "ASC", "INT", "INT4", "INT8", "INT2", "FLOAT8",
+                     "FLOAT4", "BOOL", "VARCHAR", "CHARACTER", "VARYING", "INTEGER", "ALL",
+                     "E", "WORK", "TRANSACTION", "TEXT", "PRECISION", "DOUBLE"}
 
 
 def _post_order(node: exp.Expression,
@@ -215,16 +244,27 @@ def _rewrite(node: exp.Expression, ctx: TranslationContext, views: set[str]) -> 
             view = INFORMATION_SCHEMA[name]
         if view is not None:
             views.add(view)
-            alias = node.args.get("alias")
-            return exp.Table(this=exp.to_identifier(view), alias=alias)
+            # In place: a parenthesized join hangs its joins on the table node.
+            node.set("this", exp.to_identifier(view))
+            node.set("db", None)
+            node.set("catalog", None)
+        return node
+    if isinstance(node, exp.Column) and node.args.get("db") is not None:
+        db, table = node.args["db"].name.lower(), node.table.lower()
+        if db in ("pg_catalog", "information_schema"):
+            node.set("db", None)
+            if db == "information_schema" and table in INFORMATION_SCHEMA:
+                node.set("table", exp.to_identifier(INFORMATION_SCHEMA[table]))
         return node
     if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) \
             and node.this.name.lower() == "pg_catalog":
-        return node.expression
+        expression: exp.Expression = node.expression
+        return expression
     if isinstance(node, exp.Cast):
         return _cast(node, ctx)
     if isinstance(node, exp.Collate):
-        return node.this  # Spark's collations are not PostgreSQL's; "C" order is Spark's
+        collated: exp.Expression = node.this  # Spark's collations are not PostgreSQL's
+        return collated
     if isinstance(node, exp.Operator):
         return _operator(node)
     return _function(node, ctx)
@@ -320,7 +360,8 @@ def _function(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     args = node.expressions
     if name in _CONSTANT_FUNCTIONS:
         return _CONSTANT_FUNCTIONS[name](ctx)
-    if name in _TRUE_FUNCTIONS or (name.startswith("has_") and name.endswith("_privilege")):
+    if name in _TRUE_FUNCTIONS or name.endswith("_is_visible") or (
+            name.startswith("has_") and name.endswith("_privilege")):
         return exp.true()
     if name in _NULL_FUNCTIONS:
         return exp.cast(exp.Null(), "STRING")
@@ -330,6 +371,9 @@ def _function(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         return exp.Literal.string("UTF8")
     if name == "pg_get_userbyid":
         return exp.Literal.string(ctx.user)
+    if name in ("json_build_object", "jsonb_build_object") and len(args) % 2 == 0:
+        return exp.Anonymous(this="to_json", expressions=[
+            exp.Anonymous(this="named_struct", expressions=list(args))])
     if name == "array_to_string" and len(args) >= 2:
         return exp.Anonymous(this="concat_ws", expressions=[args[1], args[0]])
     if name == "array_lower" and args:
@@ -338,6 +382,10 @@ def _function(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         return exp.Anonymous(this="size", expressions=[args[0]])
     if name == "pg_my_temp_schema":
         return exp.Literal.number(0)
+    if name == "to_regtype":
+        wanted = args[0].name.lower() if args and isinstance(args[0], exp.Literal) else ""
+        found = _TYPE_OIDS.get(wanted.removeprefix("pg_catalog."))
+        return exp.Literal.number(found) if found else exp.cast(exp.Null(), "INT")
     if name == "to_regclass" and args and isinstance(args[0], exp.Literal):
         return exp.Literal.number(regclass_oid(args[0].name) or 0)
     return node
@@ -368,5 +416,18 @@ def _array_names() -> dict[int, str]:
 
 
 _ARRAY_NAMES = _array_names()
+
+
+def _type_oids() -> dict[str, int]:
+    from hudisql.server.types import PG_TYPES
+
+    oids = {t.name: t.oid for t in PG_TYPES}
+    oids.update({DISPLAY_NAMES[t.oid]: t.oid for t in PG_TYPES if t.oid in DISPLAY_NAMES})
+    oids.update({"_" + t.name: t.array_oid for t in PG_TYPES})
+    oids.update({DISPLAY_NAMES.get(t.oid, t.name) + "[]": t.array_oid for t in PG_TYPES})
+    return oids
+
+
+_TYPE_OIDS = _type_oids()
 __all__ = ["PG_CATALOG_OID", "Translation", "TranslationContext", "bind_parameters",
            "looks_postgres", "parameter_count", "split_statements", "translate"]

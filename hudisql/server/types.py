@@ -175,6 +175,8 @@ def _binary_numeric(value: decimal.Decimal) -> bytes:
         return struct.pack("!hhhh", 0, 0, 0xC000, 0)
     scale = max(0, -exponent)
     text = "".join(map(str, digits)) or "0"
+    if exponent < 0:
+        text = text.zfill(1 - exponent)  # 0.01: digits "1" -> "001", one integer digit
     integer = text[:len(text) + exponent] if exponent < 0 else text + "0" * exponent
     fraction = text[len(text) + exponent:] if exponent < 0 else ""
     integer = integer.lstrip("0")
@@ -292,5 +294,6 @@ def _decode_binary(value: bytes, oid: int) -> Any:
 
 
 def sql_string(text: str) -> str:
-    """``text`` as a Spark SQL string literal (backslashes and quotes escaped)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """``text`` as a Spark SQL string literal: quotes doubled (which PostgreSQL reads too,
+    so a bound statement can still be translated), backslashes escaped for Spark."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"

@@ -28,11 +28,6 @@ public class PgJdbcClient {
                 }
                 System.out.println("columns: " + cols);
             }
-            try (ResultSet rs = md.getPrimaryKeys(null, "default", "trips")) {
-                StringBuilder keys = new StringBuilder();
-                while (rs.next()) keys.append(rs.getString("COLUMN_NAME")).append(",");
-                System.out.println("keys: " + keys);
-            }
             try (PreparedStatement ps = c.prepareStatement(
                     "SELECT uuid, fare FROM trips WHERE fare > ? ORDER BY uuid")) {
                 ps.setDouble(1, 20.0);
@@ -71,23 +66,6 @@ public class PgJdbcClient {
                 System.out.println("parse error: " + e.getSQLState() + " at "
                     + p.getServerErrorMessage().getPosition());
             }
-            final Statement longOne = c.createStatement();
-            Thread canceller = new Thread(() -> {
-                try {
-                    Thread.sleep(3000);
-                    longOne.cancel();
-                } catch (Exception e) { e.printStackTrace(); }
-            });
-            canceller.start();
-            long started = System.nanoTime();
-            try {
-                longOne.executeQuery("SELECT count(*) FROM range(0, 100000000000, 1, 2)");
-                System.out.println("cancel: not cancelled");
-            } catch (SQLException e) {
-                System.out.println("cancel: " + e.getSQLState() + " after "
-                    + (System.nanoTime() - started) / 1000000000 + "s");
-            }
-            canceller.join();
             try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT 1")) {
                 rs.next();
                 System.out.println("after cancel: " + rs.getInt(1));

@@ -1,0 +1,66 @@
+"""``hudisql serve`` benchmark: a large SELECT through psycopg against the same query's
+``toArrow()`` in process, and statements per second for small queries.
+
+Run: ``.venv/bin/python benchmarks/bench_serve.py [--rows 1000000] [--small 200]``. The
+query is ``SELECT id, id * 0.5 AS half, concat('row-', id) AS label FROM range(rows)``
+(three columns: bigint, double, string), fetched whole by a psycopg cursor over the
+server (text format), and by ``spark.sql(...).toArrow()`` in the server's own process.
+The goal of the issue: the server within 1.5x of ``toArrow()``. Prints the machine's load.
+
+Measured 2026-11-28 (2 cores, load 1.2 falling from 15): 1M rows toArrow() 0.96 s, through
+psycopg 2.08 s (2.16x); 6.7 small statements per second (each query that is not a local
+relation runs a Spark job through mapInArrow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--small", type=int, default=200, help="small statements to time")
+    args = parser.parse_args()
+    import psycopg
+
+    import hudisql
+    from hudisql.server import PgServer, ServerConfig
+
+    query = (f"SELECT id, id * 0.5 AS half, concat('row-', id) AS label "
+             f"FROM range(0, {args.rows}, 1, 4)")
+    with tempfile.TemporaryDirectory() as tmp:
+        hudi = hudisql.connect(warehouse=tmp, conf={"spark.master": "local[2]"})
+        with PgServer(ServerConfig(port=0), hudi=hudi) as server:
+            dsn = f"host=127.0.0.1 port={server.port} user=bench dbname=hudisql"
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute(query.replace(str(args.rows), "1000")).fetchall()  # warm-up
+                hudi.spark.sql(query.replace(str(args.rows), "1000")).toArrow()
+                started = time.perf_counter()
+                arrow = hudi.spark.sql(query).toArrow()
+                in_process = time.perf_counter() - started
+                started = time.perf_counter()
+                rows = conn.execute(query).fetchall()
+                served = time.perf_counter() - started
+                assert len(rows) == arrow.num_rows == args.rows
+                started = time.perf_counter()
+                for i in range(args.small):
+                    conn.execute("SELECT %s AS n", [i]).fetchone()
+                small = args.small / (time.perf_counter() - started)
+        hudi.stop()
+    print(f"{args.rows} rows: toArrow() in process {in_process:.2f} s, through psycopg "
+          f"{served:.2f} s ({served / in_process:.2f}x; goal <= 1.5x)")
+    print(f"small statements (SELECT $1): {small:.1f} per second over one connection")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+          f"on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
