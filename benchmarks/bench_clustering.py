@@ -39,7 +39,7 @@ from hudisql.metadata.skipping import data_skipping
 from hudisql.services.maintenance import Maintenance
 from hudisql.services.runner import SparkRunner
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("k", pa.int64()),

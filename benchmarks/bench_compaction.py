@@ -28,9 +28,9 @@ from report import best_of, print_table
 
 from hudisql.services.compaction import run_compaction
 from hudisql.services.log_compaction import run_log_compaction
-from hudisql.table.merge import log_touched_keys, read_file_slice
+from hudisql.table.read.merge import log_touched_keys, read_file_slice
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("fare", pa.float64()),

@@ -28,7 +28,7 @@ from hudisql.metadata.config import IndexDefinition
 from hudisql.metadata.participant import participants_for
 from hudisql.metadata.skipping import parse_predicates, skip_file_slices
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
 
 PARTITIONS = ("files", "column_stats", "partition_stats", "bloom_filters", "record_index",

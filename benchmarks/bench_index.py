@@ -36,7 +36,7 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 
 import hudisql
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 
 SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()),
                     ("fare", pa.float64()), ("city", pa.string())])

@@ -33,16 +33,16 @@ import fastavro
 import pyarrow as pa
 from report import print_table
 
-from hudisql.table.log import (
+from hudisql.table.format.log import (
     HeaderKey,
     decode_data_block,
     encode_avro_data_block,
     scan_blocks,
     scan_log_file,
 )
-from hudisql.table.log.format import BlockType, encode_block
-from hudisql.table.schema import arrow_to_avro, arrow_to_records
-from hudisql.table.storage import Storage
+from hudisql.table.format.log.format import BlockType, encode_block
+from hudisql.table.format.schema import arrow_to_avro, arrow_to_records
+from hudisql.table.io.storage import Storage
 
 INSTANT = "20250101000000000"
 

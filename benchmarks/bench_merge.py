@@ -37,20 +37,24 @@ from report import best_of
 
 from hudisql.read.datasource import read_slice_batches
 from hudisql.table import HudiTable
-from hudisql.table.commit_metadata import CommitMetadata, WriteStat
-from hudisql.table.fsview import FileSlice
-from hudisql.table.instant import Action
-from hudisql.table.log.format import DeleteRecord, HeaderKey, block_identifier
-from hudisql.table.log.reader import decode_data_block, decode_delete_block, scan_blocks
-from hudisql.table.log.writer import LogFileWriter, encode_avro_data_block, encode_delete_block
-from hudisql.table.merge import read_file_slice
-from hudisql.table.properties import new_table_properties
-from hudisql.table.reconcile import BLOCK_ATTEMPT_STAT_KEY
-from hudisql.table.reconcile import record_committed_log_files as record
-from hudisql.table.schema import META_COLUMNS, arrow_to_avro
-from hudisql.table.storage import Storage
-from hudisql.table.timeline import Timeline
-from hudisql.table.write_files import write_base_file
+from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.format.fsview import FileSlice
+from hudisql.table.format.instant import Action
+from hudisql.table.format.log.format import DeleteRecord, HeaderKey, block_identifier
+from hudisql.table.format.log.reader import decode_data_block, decode_delete_block, scan_blocks
+from hudisql.table.format.log.writer import (
+    LogFileWriter,
+    encode_avro_data_block,
+    encode_delete_block,
+)
+from hudisql.table.format.properties import new_table_properties
+from hudisql.table.format.schema import META_COLUMNS, arrow_to_avro
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.io.storage import Storage
+from hudisql.table.read.merge import read_file_slice
+from hudisql.table.read.reconcile import BLOCK_ATTEMPT_STAT_KEY
+from hudisql.table.read.reconcile import record_committed_log_files as record
+from hudisql.table.write.files import write_base_file
 
 SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()),
                     ("fare", pa.float64()), ("city", pa.string())])

@@ -29,9 +29,9 @@ from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.partitions import file_group_indexes
 from hudisql.metadata.records import PartitionUpdate, record_index_record
 from hudisql.metadata.table import MetadataTable
-from hudisql.table.instant import Action
+from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
 
 GROUPS = 10

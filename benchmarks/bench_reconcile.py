@@ -31,20 +31,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pyarrow as pa
 from report import best_of, print_table
 
-from hudisql.table.commit_metadata import CommitMetadata, WriteStat
-from hudisql.table.fsview import FileSystemView, VisibleInstants
-from hudisql.table.instant import Action
-from hudisql.table.log.format import HeaderKey, LogBlockInfo, block_identifier
-from hudisql.table.log.reader import decode_data_block, scan_blocks
-from hudisql.table.log.writer import LogFileWriter, encode_avro_data_block
-from hudisql.table.merge import merge_file_slice
-from hudisql.table.properties import new_table_properties
-from hudisql.table.reconcile import BLOCK_ATTEMPT_STAT_KEY, judge_log_blocks
-from hudisql.table.reconcile import record_committed_log_files as record
-from hudisql.table.schema import META_COLUMNS, arrow_to_avro
-from hudisql.table.storage import Storage
-from hudisql.table.timeline import Timeline
-from hudisql.table.write_files import write_base_file
+from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.format.fsview import FileSystemView, VisibleInstants
+from hudisql.table.format.instant import Action
+from hudisql.table.format.log.format import HeaderKey, LogBlockInfo, block_identifier
+from hudisql.table.format.log.reader import decode_data_block, scan_blocks
+from hudisql.table.format.log.writer import LogFileWriter, encode_avro_data_block
+from hudisql.table.format.properties import new_table_properties
+from hudisql.table.format.schema import META_COLUMNS, arrow_to_avro
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.io.storage import Storage
+from hudisql.table.read.merge import merge_file_slice
+from hudisql.table.read.reconcile import BLOCK_ATTEMPT_STAT_KEY, judge_log_blocks
+from hudisql.table.read.reconcile import record_committed_log_files as record
+from hudisql.table.write.files import write_base_file
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("fare", pa.float64()),
                     ("rider", pa.string())])

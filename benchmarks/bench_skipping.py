@@ -38,7 +38,7 @@ import hudisql
 from hudisql.read.pruning import select_slices
 from hudisql.session import HudiSession
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
 
 SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("seq", pa.int64()),

@@ -33,8 +33,8 @@ import hudisql
 from benchmarks.bench_write_read import SCHEMA, _records, _timed
 from hudisql.metadata.build import build_partitions
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
-from hudisql.table.write_slices import check_writable
+from hudisql.table.write.create import create_table
+from hudisql.table.write.slices import check_writable
 from hudisql.write.index_settings import BUCKET, BUCKET_NUM, INDEX_TYPE, INDEX_TYPES, IndexSettings
 from hudisql.write.staging import stage_in_jvm
 from hudisql.write.tagging import FILE_ID, TagContext, tag_records

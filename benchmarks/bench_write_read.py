@@ -70,11 +70,11 @@ from pyspark.sql.types import StructType
 import hudisql
 from hudisql.read.datasource import read_slice_batches, spark_schema
 from hudisql.read.snapshot import SPLIT_TOUCHED
-from hudisql.table.commit_metadata import NULL_COMMIT
-from hudisql.table.small_files import SMALL_FILE_LIMIT
+from hudisql.table.format.commit_metadata import NULL_COMMIT
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
-from hudisql.table.write_files import COMPRESSION_CODEC
+from hudisql.table.write.create import create_table
+from hudisql.table.write.files import COMPRESSION_CODEC
+from hudisql.table.write.small_files import SMALL_FILE_LIMIT
 
 #: Hudi's index options (``hoodie.index.type`` picks how an upsert finds stored keys).
 INDEX_TYPE = "hoodie.index.type"

@@ -45,8 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import hudisql
 from hudisql.progress import ProgressUpdate
-from hudisql.table.write_create import create_table
-from hudisql.table.write_files import COMPRESSION_CODEC
+from hudisql.table.write.create import create_table
+from hudisql.table.write.files import COMPRESSION_CODEC
 from hudisql.write.pipeline import SparkWriter
 from hudisql.write.task_profile import PROFILE_DIR
 

@@ -62,7 +62,7 @@ def read_table(path: str, as_of: str | None = None, *, query_type: str = "snapsh
         as_of: an instant time (``yyyyMMddHHmmssSSS``); read the table as of that instant.
         query_type: Hudi's query types: ``snapshot`` (default), ``read_optimized`` (base
             files only, log files ignored) or ``incremental`` (the changes of
-            ``(begin, end]``; see :mod:`hudisql.table.incremental`).
+            ``(begin, end]``; see :mod:`hudisql.table.read.incremental`).
         begin, end: an incremental query's range (``begin``: an instant, a time or
             ``earliest``; ``end`` defaults to the latest commit).
         incremental_format: ``latest_state`` (the records as last written in the range) or
@@ -98,13 +98,13 @@ def read_table(path: str, as_of: str | None = None, *, query_type: str = "snapsh
         raise ReadOptionError("an incremental read takes end=, not as_of=")
     fmt = incremental_format.strip().lower()
     if fmt == "cdc":
-        from hudisql.table.cdc import read_cdc
+        from hudisql.table.read.cdc import read_cdc
 
         return read_cdc(table, begin, end)
     if fmt != "latest_state":
         raise ReadOptionError(
             f"incremental_format={incremental_format!r} is not one of latest_state, cdc")
-    from hudisql.table.incremental import read_incremental
+    from hudisql.table.read.incremental import read_incremental
 
     return read_incremental(table, begin, end)
 

@@ -144,7 +144,7 @@ def _table_location(table: str, warehouse: str | None, catalog: str | None) -> s
         raise TableNotFoundError(f"{table} holds no Hudi table (no .hoodie/hoodie.properties); "
                                  "give a table's base path or a catalog table's name")
     from hudisql.sql.router import SqlRouter
-    from hudisql.table.locations import absolute_location
+    from hudisql.table.io.locations import absolute_location
 
     router = SqlRouter(catalog, absolute_location(warehouse or "spark-warehouse"))
     try:

@@ -320,7 +320,7 @@ def connect(
         # (settings fixed at its start are not asked of it, as getOrCreate would ignore them).
         spark = SparkSession.getActiveSession()
         reused = spark is not None
-    from hudisql.table.storage_env import apply_hadoop_options
+    from hudisql.table.io.storage_env import apply_hadoop_options
 
     apply_hadoop_options(spark_conf)  # before Spark starts: its executors inherit them
     if spark is None:
@@ -358,7 +358,7 @@ def _warehouse_location(warehouse: str | os.PathLike[str]) -> str:
     Raises:
         StorageLocationError: a URI pyarrow cannot open, or one carrying credentials.
     """
-    from hudisql.table.locations import absolute_location, is_remote, refuse_secrets
+    from hudisql.table.io.locations import absolute_location, is_remote, refuse_secrets
 
     location = absolute_location(warehouse)
     if is_remote(location):
@@ -370,7 +370,7 @@ def _spark_warehouse(warehouse: str) -> str:
     """Spark's own ``spark.sql.warehouse.dir``: the warehouse when it is local; beside the
     default catalog file when the warehouse is in an object store, whose scheme Spark's
     Hadoop file systems may not open (hudisql's tables never go there)."""
-    from hudisql.table.locations import is_remote
+    from hudisql.table.io.locations import is_remote
 
     if not is_remote(warehouse):
         return warehouse
@@ -499,7 +499,7 @@ class HudiSession:
             CatalogError: the catalog could not be asked (nothing is written).
         """
         from hudisql.sql import SqlRouter
-        from hudisql.table.locations import is_remote
+        from hudisql.table.io.locations import is_remote
         from hudisql.txn.lock import LOCK_PROVIDER
 
         merged = {**self.options, **(options or {})}

@@ -79,8 +79,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
 
 def metadata_tables_under(root: Path) -> list[Path]:
     """Base paths of the version-6 hudi tables under ``root`` with built metadata partitions."""
-    from hudisql.table.properties import WRITE_VERSION, TableProperties
-    from hudisql.table.storage import Storage
+    from hudisql.table.format.properties import WRITE_VERSION, TableProperties
+    from hudisql.table.io.storage import Storage
 
     found = []
     for mdt_props in root.rglob(".hoodie/metadata/.hoodie/hoodie.properties"):

@@ -39,7 +39,7 @@ import json, os, sys
 sys.path.insert(0, sys.argv[3])  # the driver imports hudisql from the checkout
 import pyarrow as pa
 import hudisql
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 
 master, path = sys.argv[1], sys.argv[2]
 session = hudisql.connect(warehouse=os.path.join(os.path.dirname(path), "wh"), conf={

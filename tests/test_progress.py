@@ -19,8 +19,8 @@ from hudisql.progress import (
     progress_html,
     progress_sink,
 )
-from hudisql.table.storage import Storage
-from hudisql.table.write_files import marker_path
+from hudisql.table.io.storage import Storage
+from hudisql.table.write.files import marker_path
 from hudisql.write.progress import MarkerWatch, started_file_groups
 
 

@@ -37,9 +37,9 @@ from hudisql.catalog.poller import NotificationPoller
 from hudisql.catalog.store import CatalogStore, WriteId
 from hudisql.catalog.write_ids import ValidWriteIdList
 from hudisql.errors import CatalogError, CatalogUnavailableError, TableNotFoundError
-from hudisql.table.locations import absolute_location, is_remote, join_location, redact
-from hudisql.table.properties import TableProperties
-from hudisql.table.storage import Storage
+from hudisql.table.format.properties import TableProperties
+from hudisql.table.io.locations import absolute_location, is_remote, join_location, redact
+from hudisql.table.io.storage import Storage
 from hudisql.txn.lock import LOCK_PROVIDER
 
 _log = logging.getLogger(__name__)

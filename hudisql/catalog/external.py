@@ -12,10 +12,10 @@ import hashlib
 from dataclasses import dataclass
 
 from hudisql.catalog.entry import TimelineSummary
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Instant, parse_instant_file_name
-from hudisql.table.properties import TableProperties
-from hudisql.table.storage import Storage
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import Instant, parse_instant_file_name
+from hudisql.table.format.properties import TableProperties
+from hudisql.table.io.storage import Storage
 
 #: Properties not worth copying into the catalog (the checksum is the file's own business).
 _SKIPPED = frozenset({"hoodie.table.checksum"})

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
 from hudisql.metadata.schema import WRAPPERS
-from hudisql.table.log.format import LogBlockInfo
+from hudisql.table.format.log.format import LogBlockInfo
 
 __all__ = ["block_records", "data_block_content", "decode_record", "encode_record"]
 

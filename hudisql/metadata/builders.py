@@ -58,13 +58,13 @@ from hudisql.metadata.records import (
     secondary_index_record,
     secondary_value,
 )
-from hudisql.table.filenames import BaseFileName, LogFileName
-from hudisql.table.fsview import FileSlice, FileSystemView
-from hudisql.table.log.reader import scan_log_file
-from hudisql.table.merge import read_file_slice
-from hudisql.table.schema import META_COLUMNS
+from hudisql.table.format.filenames import BaseFileName, LogFileName
+from hudisql.table.format.fsview import FileSlice, FileSystemView
+from hudisql.table.format.log.reader import scan_log_file
+from hudisql.table.format.schema import META_COLUMNS
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import Timeline
 
 __all__ = [
     "DataFile",

@@ -18,11 +18,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudisql.metadata.records import ColumnRange, value_kind
-from hudisql.table.expressions import block_expressions
-from hudisql.table.log.format import BlockType
-from hudisql.table.log.reader import decode_data_block, scan_blocks
-from hudisql.table.schema import META_COLUMNS
-from hudisql.table.storage import Storage
+from hudisql.table.format.log.format import BlockType
+from hudisql.table.format.log.reader import decode_data_block, scan_blocks
+from hudisql.table.format.schema import META_COLUMNS
+from hudisql.table.io.storage import Storage
+from hudisql.table.read.expressions import block_expressions
 
 __all__ = [
     "MAX_DEFAULT_COLUMNS",

@@ -60,10 +60,10 @@ from hudisql.metadata.records import (
 from hudisql.metadata.row_changes import AsOf as _AsOf
 from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.filenames import BaseFileName
-from hudisql.table.fsview import FileSlice, FileSystemView
-from hudisql.table.merge import read_file_slice
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.filenames import BaseFileName
+from hudisql.table.format.fsview import FileSlice, FileSystemView
+from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable
 
 __all__ = [

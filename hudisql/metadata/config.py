@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hudisql.errors import CorruptTableError, MetadataTableError
-from hudisql.table import properties as P
+from hudisql.table.format import properties as P
 from hudisql.table.table import HudiTable
 
 __all__ = [

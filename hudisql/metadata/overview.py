@@ -18,7 +18,7 @@ from hudisql.metadata.keys import partition_identifier
 from hudisql.metadata.partitions import MetadataPartitionType
 from hudisql.metadata.records import is_live, live_files
 from hudisql.metadata.table import MetadataTable
-from hudisql.table.properties import WRITE_VERSION
+from hudisql.table.format.properties import WRITE_VERSION
 from hudisql.table.table import HudiTable
 
 __all__ = ["metadata_files", "metadata_partitions"]

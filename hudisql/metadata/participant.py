@@ -28,9 +28,9 @@ from hudisql.metadata.records import ColumnRange
 from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.services import covered_by_service, rebuild_without, run_metadata_services
 from hudisql.metadata.table import MetadataTable
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Instant
-from hudisql.table.properties import WRITE_VERSION
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import Instant
+from hudisql.table.format.properties import WRITE_VERSION
 from hudisql.table.table import HudiTable
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.table_service import StepHook, no_step

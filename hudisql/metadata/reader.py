@@ -28,10 +28,10 @@ from hudisql.metadata.partitions import (
     secondary_routing_keys,
 )
 from hudisql.metadata.records import Record, merge_records
-from hudisql.table.fsview import VisibleInstants
-from hudisql.table.log.format import BlockType, LogBlockInfo
-from hudisql.table.log.reader import decode_delete_block, scan_blocks
-from hudisql.table.merge import plan_log_blocks
+from hudisql.table.format.fsview import VisibleInstants
+from hudisql.table.format.log.format import BlockType, LogBlockInfo
+from hudisql.table.format.log.reader import decode_delete_block, scan_blocks
+from hudisql.table.read.merge import plan_log_blocks
 
 if TYPE_CHECKING:
     from hudisql.metadata.table import MetadataTable, Slice

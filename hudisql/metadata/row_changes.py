@@ -21,12 +21,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudisql.metadata.arrow_records import secondary_strings
-from hudisql.table.fsview import FileSlice, LogFile, VisibleInstants
-from hudisql.table.merge import read_file_slice
-from hudisql.table.schema import META_COLUMNS
+from hudisql.table.format.fsview import FileSlice, LogFile, VisibleInstants
+from hudisql.table.format.schema import META_COLUMNS
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import Timeline
-from hudisql.table.write_slices import event_time_field
+from hudisql.table.write.slices import event_time_field
 
 __all__ = ["PAIRS", "AsOf", "Pair", "RowChanges", "log_write_changes", "replaced_rows"]
 

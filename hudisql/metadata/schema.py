@@ -22,7 +22,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 
-from hudisql.table.schema import avro_to_arrow
+from hudisql.table.format.schema import avro_to_arrow
 
 __all__ = [
     "METADATA_RECORD_SCHEMA",
@@ -165,7 +165,7 @@ def _resolved() -> dict[str, Any]:
 @cache
 def arrow_schema() -> pa.Schema:
     """The Arrow schema of metadata base files: the record as Spark's Avro reader (and
-    :func:`hudisql.table.schema.avro_to_arrow`, so the log blocks' records) shape it, so a
+    :func:`hudisql.table.format.schema.avro_to_arrow`, so the log blocks' records) shape it, so a
     merged read of the metadata table unifies base files and log blocks: a union of
     several records is a struct of one ``member<i>`` field per branch, decimals decimal128,
     ``time-micros`` time64[us]."""

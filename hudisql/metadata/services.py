@@ -46,46 +46,46 @@ from hudisql.metadata.config import completed_partitions
 from hudisql.metadata.reader import KeyFilter, merge_slice
 from hudisql.metadata.records import Record, is_live, merge_records
 from hudisql.metadata.table import BUILD_TOKEN, MetadataTable, Slice
-from hudisql.table.clean import CleanSettings
-from hudisql.table.commit_metadata import CommitMetadata, WriteStat
-from hudisql.table.compaction import (
-    build_plan as build_compaction_plan,
-)
-from hudisql.table.compaction import (
-    compaction_metadata,
-    restart_compaction,
-    revert_compaction,
-)
-from hudisql.table.compaction import (
-    plan_slice as plan_compaction,
-)
-from hudisql.table.filenames import LogFileName
-from hudisql.table.fsview import BaseFile, FileSlice, LogFile
-from hudisql.table.instant import Action, Instant
-from hudisql.table.log.format import BlockType, DeleteRecord, HeaderKey, encode_block
-from hudisql.table.log.reader import decode_delete_block, scan_blocks
-from hudisql.table.log.writer import encode_delete_block
-from hudisql.table.log_compaction import (
-    LogCompactionSettings,
-    log_compaction_metadata,
-    planned_instants,
-)
-from hudisql.table.log_compaction import (
-    build_plan as build_log_compaction_plan,
-)
-from hudisql.table.log_compaction import (
-    plan_slice as plan_log_compaction,
-)
-from hudisql.table.merge import plan_log_blocks
-from hudisql.table.service_plans import (
+from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.format.filenames import LogFileName
+from hudisql.table.format.fsview import BaseFile, FileSlice, LogFile
+from hudisql.table.format.instant import Action, Instant
+from hudisql.table.format.log.format import BlockType, DeleteRecord, HeaderKey, encode_block
+from hudisql.table.format.log.reader import decode_delete_block, scan_blocks
+from hudisql.table.format.log.writer import encode_delete_block
+from hudisql.table.format.service_plans import (
     CompactionOperation,
     CompactionPlan,
     compaction_plan,
     int_setting,
 )
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.read.merge import plan_log_blocks
+from hudisql.table.services.clean import CleanSettings
+from hudisql.table.services.compaction import (
+    build_plan as build_compaction_plan,
+)
+from hudisql.table.services.compaction import (
+    compaction_metadata,
+    restart_compaction,
+    revert_compaction,
+)
+from hudisql.table.services.compaction import (
+    plan_slice as plan_compaction,
+)
+from hudisql.table.services.log_compaction import (
+    LogCompactionSettings,
+    log_compaction_metadata,
+    planned_instants,
+)
+from hudisql.table.services.log_compaction import (
+    build_plan as build_log_compaction_plan,
+)
+from hudisql.table.services.log_compaction import (
+    plan_slice as plan_log_compaction,
+)
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import Timeline
-from hudisql.table.write_files import MARKER_DIR, create_log_files
+from hudisql.table.write.files import MARKER_DIR, create_log_files
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.table_service import (
     ServiceGuard,

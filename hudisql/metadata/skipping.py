@@ -45,12 +45,12 @@ from hudisql.metadata.skipping_indexes import (
 from hudisql.metadata.skipping_model import OPERATORS, Predicate, SkippingResult, SkippingStep
 from hudisql.metadata.table import MetadataTable
 from hudisql.parser.predicates import parse_predicates
-from hudisql.table import properties as P
-from hudisql.table.instant import WRITE_ACTIONS
+from hudisql.table.format import properties as P
+from hudisql.table.format.instant import WRITE_ACTIONS
 from hudisql.table.table import normalize_as_of
 
 if TYPE_CHECKING:
-    from hudisql.table.fsview import FileSlice
+    from hudisql.table.format.fsview import FileSlice
     from hudisql.table.table import HudiTable
 
 __all__ = [

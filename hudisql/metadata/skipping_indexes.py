@@ -59,12 +59,12 @@ from hudisql.metadata.records import Record, column_range, is_live, live_files, 
 from hudisql.metadata.skipping_model import Predicate
 from hudisql.metadata.skipping_values import INEXACT, column_value, comparable, range_may_match
 from hudisql.metadata.table import MetadataTable
-from hudisql.table.filenames import BaseFileName
-from hudisql.table.fsview import FileSlice
-from hudisql.table.schema import META_COLUMNS
+from hudisql.table.format.filenames import BaseFileName
+from hudisql.table.format.fsview import FileSlice
+from hudisql.table.format.schema import META_COLUMNS
 from hudisql.table.table import HudiTable
-from hudisql.table.write_records import record_keys
-from hudisql.table.write_slices import check_writable
+from hudisql.table.write.records import record_keys
+from hudisql.table.write.slices import check_writable
 
 __all__ = ["STEPS", "SkipContext", "Step"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from hudisql.parser.predicates import OPERATORS, Predicate
 
 if TYPE_CHECKING:
-    from hudisql.table.fsview import FileSlice
+    from hudisql.table.format.fsview import FileSlice
 
 __all__ = ["OPERATORS", "Predicate", "SkippingResult", "SkippingStep"]
 

@@ -40,17 +40,17 @@ from hudisql.metadata.config import (
 from hudisql.metadata.partitions import PartitionSpec, partition_spec
 from hudisql.metadata.reader import read_partition
 from hudisql.metadata.records import PartitionUpdate, Record
-from hudisql.table import properties as P
-from hudisql.table.commit_metadata import CommitMetadata, WriteStat
-from hudisql.table.filenames import BaseFileName, LogFileName, write_token
-from hudisql.table.fsview import VisibleInstants
-from hudisql.table.instant import Action, Instant, State
-from hudisql.table.log.format import BlockType, DeleteRecord, HeaderKey, encode_block
-from hudisql.table.log.writer import encode_delete_block
-from hudisql.table.storage import Storage
+from hudisql.table.format import properties as P
+from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.format.filenames import BaseFileName, LogFileName, write_token
+from hudisql.table.format.fsview import VisibleInstants
+from hudisql.table.format.instant import Action, Instant, State
+from hudisql.table.format.log.format import BlockType, DeleteRecord, HeaderKey, encode_block
+from hudisql.table.format.log.writer import encode_delete_block
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.io.storage import Storage
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import Timeline
-from hudisql.table.write_files import (
+from hudisql.table.write.files import (
     MARKER_DIR,
     create_log_files,
     write_marker,
@@ -174,7 +174,7 @@ class MetadataTable:
     def create_if_absent(self) -> MetadataTable:
         """Lay down the metadata table's hoodie.properties and folders unless they exist."""
         if not self.storage.is_file(P.PROPERTIES_FILE):
-            from hudisql.table.write_create import TIMELINE_FOLDERS
+            from hudisql.table.write.create import TIMELINE_FOLDERS
 
             for folder in TIMELINE_FOLDERS:
                 self.storage.makedirs(folder)

@@ -24,8 +24,8 @@ from hudisql.metadata import schema as S
 from hudisql.metadata.reader import KeyFilter, merge_slice
 from hudisql.metadata.records import Record, is_live
 from hudisql.metadata.table import METADATA_PATH, MetadataTable
-from hudisql.table.merge import conform_table
-from hudisql.table.schema import META_COLUMNS
+from hudisql.table.format.schema import META_COLUMNS
+from hudisql.table.read.merge import conform_table
 from hudisql.table.table import HudiTable
 
 __all__ = ["data_table_of", "file_group_rows", "metadata_file_groups", "read_metadata_table",

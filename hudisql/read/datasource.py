@@ -63,14 +63,14 @@ from hudisql.read.options import (
     ReadOptions,
 )
 from hudisql.read.pruning import select_slices
-from hudisql.table.cdc import CDC_SCHEMA
-from hudisql.table.fsview import base_files_only
-from hudisql.table.heap import keep_freed_memory
-from hudisql.table.incremental import COMMIT_TIME_COLUMN, IncrementalRange
+from hudisql.table.format.fsview import base_files_only
+from hudisql.table.io.heap import keep_freed_memory
+from hudisql.table.read.cdc import CDC_SCHEMA
+from hudisql.table.read.incremental import COMMIT_TIME_COLUMN, IncrementalRange
 
 if TYPE_CHECKING:
-    from hudisql.table.cdc import CdcUnit
-    from hudisql.table.fsview import FileSlice
+    from hudisql.table.format.fsview import FileSlice
+    from hudisql.table.read.cdc import CdcUnit
     from hudisql.table.table import HudiTable
 
 #: Rows per Arrow batch handed to Spark.
@@ -258,8 +258,8 @@ class HudiReader(DataSourceReader):
         self._metadata_groups = metadata_file_groups(data_table_of(table))
 
     def _plan_incremental(self, table: HudiTable) -> None:
-        from hudisql.table.cdc import cdc_range, cdc_units
-        from hudisql.table.incremental import incremental_slices, resolve_range
+        from hudisql.table.read.cdc import cdc_range, cdc_units
+        from hudisql.table.read.incremental import incremental_slices, resolve_range
 
         options = self.options
         if options.is_cdc:
@@ -283,7 +283,7 @@ class HudiReader(DataSourceReader):
         keep_freed_memory()
         target = to_arrow_schema(self.schema, timezone="UTC")
         if partition.cdc is not None:
-            from hudisql.table.cdc import read_cdc_unit
+            from hudisql.table.read.cdc import read_cdc_unit
 
             changes = read_cdc_unit(_open_table(self.options.path, partition.head), partition.cdc)
             yield from conform(changes, target).to_batches(max_chunksize=BATCH_ROWS)
@@ -331,7 +331,7 @@ def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | 
                 rows = _in_range(pa.Table.from_batches([batch]), commit_range)
                 yield from conform(rows, target).to_batches()
         return
-    from hudisql.table.merge import stream_file_slice
+    from hudisql.table.read.merge import stream_file_slice
 
     schema = table.schema_as_of(snapshot)
     columns = _with_commit_time([n for n in target.names if n in schema.names], commit_range)
@@ -394,7 +394,7 @@ class HudiDataSource(DataSource):
 
             refuse_metadata_query(table, "an incremental query")
         if options.query_type == INCREMENTAL:
-            from hudisql.table.incremental import resolve_range
+            from hudisql.table.read.incremental import resolve_range
 
             if options.begin is not None:  # a stream read has none (its offsets are the range)
                 resolve_range(table, options.begin, options.end,

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from hudisql.parser.predicates import Predicate
-    from hudisql.table.fsview import FileSlice
+    from hudisql.table.format.fsview import FileSlice
     from hudisql.table.table import HudiTable
 
 #: The read option: at most this many uncompressed bytes of row groups are read on the

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pyspark.sql.types import StructType
 
 from hudisql.errors import HudiSqlError, ReadOptionError, TableNotFoundError
-from hudisql.table.incremental import FULL_SCAN_FALLBACK
+from hudisql.table.read.incremental import FULL_SCAN_FALLBACK
 
 #: The field-metadata key the data source's schema carries the base path in.
 PATH_METADATA_KEY = "hudi.path"
@@ -35,7 +35,7 @@ DATA_SKIPPING = "hoodie.enable.data.skipping"
 #: source alone.
 DIRECT_PARQUET = "hudisql.read.direct.parquet"
 #: Hudi's query type option: ``snapshot`` (default), ``read_optimized`` (base files only)
-#: or ``incremental`` (:mod:`hudisql.table.incremental`).
+#: or ``incremental`` (:mod:`hudisql.table.read.incremental`).
 QUERY_TYPE = "hoodie.datasource.query.type"
 SNAPSHOT, READ_OPTIMIZED, INCREMENTAL = "snapshot", "read_optimized", "incremental"
 #: An incremental query's range: begin exclusive, end inclusive.

@@ -39,10 +39,10 @@ from pyspark.sql.datasource import (
 )
 
 from hudisql.metadata.skipping import Predicate, SkippingStep
-from hudisql.table.properties import TableProperties
+from hudisql.table.format.properties import TableProperties
 
 if TYPE_CHECKING:
-    from hudisql.table.fsview import FileSlice
+    from hudisql.table.format.fsview import FileSlice
     from hudisql.table.table import HudiTable
 
 #: The partition path Hudi writes for a null partition value.

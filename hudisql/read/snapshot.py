@@ -52,12 +52,12 @@ from hudisql.read.options import (
 )
 from hudisql.read.pruning import SliceSelection, select_slices
 from hudisql.read.spark_files import spark_opens
-from hudisql.table.merge import RECORD_KEY_COLUMN, log_touched_keys
+from hudisql.table.read.merge import RECORD_KEY_COLUMN, log_touched_keys
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from hudisql.table.fsview import FileSlice
+    from hudisql.table.format.fsview import FileSlice
     from hudisql.table.table import HudiTable
 
 #: Above this many touched keys in all, further slices with logs are read whole by the data

@@ -18,7 +18,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from hudisql.errors import ReadOptionError
-from hudisql.table.locations import join_location, redact, scheme_of
+from hudisql.table.io.locations import join_location, redact, scheme_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -2,10 +2,10 @@
 
 A Python ``DataSourceStreamReader`` whose offsets are instant times, ``{"commitTime":
 "<instant>"}`` as Apache Hudi's streaming source writes them. Each micro-batch is the
-incremental query of its range (:mod:`hudisql.table.incremental`): the latest state of the
+incremental query of its range (:mod:`hudisql.table.read.incremental`): the latest state of the
 records written in it, or with ``hoodie.datasource.query.type=incremental`` and
 ``hoodie.datasource.query.incremental.format=cdc`` Hudi's change records
-(:mod:`hudisql.table.cdc`). Input partitions and reads are the batch reader's
+(:mod:`hudisql.table.read.cdc`). Input partitions and reads are the batch reader's
 (:class:`~hudisql.read.datasource.HudiReader`): one per file slice or CDC unit.
 
 * Start: ``hoodie.datasource.streaming.startOffset`` = ``earliest`` (default) | ``latest`` |
@@ -51,11 +51,11 @@ from hudisql.read.options import (
     QUERY_TYPE,
     ReadOptions,
 )
-from hudisql.table.incremental import EARLIEST, check_on_timeline
-from hudisql.table.instant import WRITE_ACTIONS, Action
+from hudisql.table.format.instant import WRITE_ACTIONS, Action
+from hudisql.table.read.incremental import EARLIEST, check_on_timeline
 
 if TYPE_CHECKING:
-    from hudisql.table.commit_metadata import WriteStat
+    from hudisql.table.format.commit_metadata import WriteStat
     from hudisql.table.table import HudiTable
 
 __all__ = ["START_OFFSET", "HudiStreamReader", "read_limit"]

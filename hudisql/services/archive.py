@@ -1,7 +1,7 @@
 """Archival as a table service: the data table's timeline, then its metadata table's.
 
 Runs under the table lock (after clean, when both run after a write). The rules and the
-crash-safe steps are ``hudisql.table.archive``'s; this module finds what the two
+crash-safe steps are ``hudisql.table.services.archive``'s; this module finds what the two
 timelines hold each other back by: the data table keeps every instant from the metadata
 table's latest compaction on (Hudi's rule), the metadata table keeps its instants from the
 data table's earliest active commit or earliest pending instant on.
@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 from hudisql.metadata.table import METADATA_PATH, MetadataTable
 from hudisql.services.protocol import StepHook, no_step, table_lock
-from hudisql.table.archive import ArchivalBounds, ArchivalSettings, archive_timeline
-from hudisql.table.instant import Action, Instant
-from hudisql.table.service_plans import int_setting
+from hudisql.table.format.instant import Action, Instant
+from hudisql.table.format.service_plans import int_setting
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.services.archive import ArchivalBounds, ArchivalSettings, archive_timeline
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import Timeline
 
 __all__ = ["ArchiveResult", "archive_locked", "archive_needed", "run_archive"]
 

@@ -1,6 +1,6 @@
 """Clean as a table service: plan under the table lock, delete, complete.
 
-The plan (``hudisql.table.clean``) is written as ``<ts>.clean.requested``; the deletes
+The plan (``hudisql.table.services.clean``) is written as ``<ts>.clean.requested``; the deletes
 follow the plan, and ``<ts>.clean`` records what was deleted. A clean that died is
 finished by the next one (its plan re-executed: files already gone count as deleted).
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from hudisql.services.protocol import StepHook, no_step, table_lock
-from hudisql.table.clean import CleanSettings, plan_clean
-from hudisql.table.instant import Action
-from hudisql.table.service_plans import CleanMetadata
+from hudisql.table.format.instant import Action
+from hudisql.table.format.service_plans import CleanMetadata
+from hudisql.table.services.clean import CleanSettings, plan_clean
 from hudisql.table.table import HudiTable
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.table_service import clean_locked

@@ -1,7 +1,7 @@
 """Clustering as a table service: schedule, execute (one Spark task per group), show.
 
 Scheduling plans the latest slices with Hudi's size-based strategy
-(``hudisql.table.clustering``; one task per slice checks that its log files hold only
+(``hudisql.table.services.clustering``; one task per slice checks that its log files hold only
 committed blocks), leaving out file groups a pending compaction, log compaction or
 clustering holds, and writes ``<ts>.replacecommit.requested`` under the table lock.
 Executing moves it inflight, rewrites each group in a task of its own (slices merged, rows
@@ -27,7 +27,12 @@ from hudisql.errors import TableServiceError
 from hudisql.services.plans import ServiceResult, service_guard
 from hudisql.services.protocol import StepHook, is_abandoned_instant, no_step
 from hudisql.services.runner import LocalRunner, SliceRunner, Task, TaskAttempt
-from hudisql.table.clustering import (
+from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.format.filenames import BaseFileName
+from hudisql.table.format.fsview import FileSlice
+from hudisql.table.format.instant import Action, Instant
+from hudisql.table.format.service_plans import int_setting
+from hudisql.table.services.clustering import (
     FILTER_MODE,
     PARTITION_SELECTED,
     ClusteringGroup,
@@ -43,16 +48,11 @@ from hudisql.table.clustering import (
     pending_clusterings,
     stale_slices,
 )
-from hudisql.table.clustering_plan import LAYOUT_STRATEGY, SORT_COLUMNS
-from hudisql.table.commit_metadata import CommitMetadata, WriteStat
-from hudisql.table.compaction import plan_slice
-from hudisql.table.filenames import BaseFileName
-from hudisql.table.fsview import FileSlice
-from hudisql.table.instant import Action, Instant
-from hudisql.table.log_compaction import file_groups_in_pending_services
-from hudisql.table.service_plans import int_setting
+from hudisql.table.services.clustering_plan import LAYOUT_STRATEGY, SORT_COLUMNS
+from hudisql.table.services.compaction import plan_slice
+from hudisql.table.services.log_compaction import file_groups_in_pending_services
 from hudisql.table.table import HudiTable, avro_schema_to_arrow
-from hudisql.table.write_files import MARKER_DIR, parquet_codec
+from hudisql.table.write.files import MARKER_DIR, parquet_codec
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.table_service import ServiceSteps, execute_plan, schedule_plan
 

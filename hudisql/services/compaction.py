@@ -1,6 +1,6 @@
 """Full compaction as a table service: schedule, run (one task per slice), show.
 
-Scheduling plans the latest slices with log files (``hudisql.table.compaction``), leaving
+Scheduling plans the latest slices with log files (``hudisql.table.services.compaction``), leaving
 out file groups in a pending compaction or clustering, and writes
 ``<ts>.compaction.requested`` under the table lock. Running moves it inflight, writes one
 new base file per planned slice, and under the table lock leaves out the file groups a
@@ -24,8 +24,12 @@ from hudisql.services.plans import (
 )
 from hudisql.services.protocol import StepHook, no_step
 from hudisql.services.runner import LocalRunner, SliceRunner, Task, TaskAttempt
-from hudisql.table.commit_metadata import CommitMetadata, WriteStat
-from hudisql.table.compaction import (
+from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.format.filenames import BaseFileName
+from hudisql.table.format.fsview import FileSlice
+from hudisql.table.format.instant import Action, Instant
+from hudisql.table.format.service_plans import CompactionOperation, CompactionPlan
+from hudisql.table.services.compaction import (
     CompactionSettings,
     build_plan,
     compaction_due,
@@ -36,12 +40,8 @@ from hudisql.table.compaction import (
     restart_compaction,
     revert_compaction,
 )
-from hudisql.table.filenames import BaseFileName
-from hudisql.table.fsview import FileSlice
-from hudisql.table.instant import Action, Instant
-from hudisql.table.service_plans import CompactionOperation, CompactionPlan
 from hudisql.table.table import HudiTable
-from hudisql.table.write_files import MARKER_DIR, parquet_codec
+from hudisql.table.write.files import MARKER_DIR, parquet_codec
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.table_service import ServiceSteps, schedule_plan
 

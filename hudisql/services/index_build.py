@@ -78,13 +78,13 @@ from hudisql.services.index_tasks import (
     unit_rows,
     write_groups,
 )
-from hudisql.table.commit_metadata import WriteStat
-from hudisql.table.filenames import BaseFileName
-from hudisql.table.fsview import FileSlice, FileSystemView
-from hudisql.table.instant import Action, Instant, State, instant_file_name
+from hudisql.table.format.commit_metadata import WriteStat
+from hudisql.table.format.filenames import BaseFileName
+from hudisql.table.format.fsview import FileSlice, FileSystemView
+from hudisql.table.format.instant import Action, Instant, State, instant_file_name
+from hudisql.table.format.timeline import Timeline
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import Timeline
-from hudisql.table.write_files import MARKER_DIR
+from hudisql.table.write.files import MARKER_DIR
 
 if TYPE_CHECKING:
     from pyspark.sql import Row, SparkSession

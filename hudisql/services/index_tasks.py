@@ -44,9 +44,9 @@ from hudisql.metadata.partitions import MetadataPartitionType, file_group_indexe
 from hudisql.metadata.records import Record, merge_records
 from hudisql.metadata.strings import key_order
 from hudisql.metadata.table import MetadataTable
-from hudisql.table.fsview import FileSlice
-from hudisql.table.heap import keep_freed_memory
-from hudisql.table.storage import Storage
+from hudisql.table.format.fsview import FileSlice
+from hudisql.table.io.heap import keep_freed_memory
+from hudisql.table.io.storage import Storage
 from hudisql.table.table import HudiTable
 
 #: The stats row of one written file group (what a writer task returns).

@@ -37,15 +37,15 @@ from typing import TYPE_CHECKING
 
 from hudisql.errors import IndexingError, IndexingTimeoutError, LockError
 from hudisql.services.index_build import IndexBackend, PartitionRequest
-from hudisql.table.index_plan import (
+from hudisql.table.format.index_plan import (
     IndexCommitMetadata,
     IndexPartitionInfo,
     IndexPlan,
     index_plan,
     pending_indexing,
 )
-from hudisql.table.instant import WRITE_ACTIONS, Action, Instant, new_instant_time
-from hudisql.table.properties import METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT
+from hudisql.table.format.instant import WRITE_ACTIONS, Action, Instant, new_instant_time
+from hudisql.table.format.properties import METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT
 from hudisql.table.table import HudiTable
 from hudisql.txn.heartbeat import heartbeat_settings, is_abandoned
 from hudisql.txn.lock import LOCK_PROVIDER, lock_provider_for, lock_timeout

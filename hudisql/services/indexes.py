@@ -39,9 +39,9 @@ from hudisql.services.index_build import (
     new_definition,
 )
 from hudisql.services.indexer import Indexer, ProgressCallback
-from hudisql.table.index_plan import IndexCommitMetadata, pending_indexing
-from hudisql.table.properties import WRITE_VERSION
-from hudisql.table.schema import META_COLUMNS
+from hudisql.table.format.index_plan import IndexCommitMetadata, pending_indexing
+from hudisql.table.format.properties import WRITE_VERSION
+from hudisql.table.format.schema import META_COLUMNS
 from hudisql.table.table import HudiTable
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """Log compaction (RFC-48) as a table service: schedule, run, show, roll back.
 
 Scheduling plans every latest file slice (one task per slice, header-only) with the
-strategy of ``hudisql.table.log_compaction`` and writes ``<ts>.logcompaction.requested``
+strategy of ``hudisql.table.services.log_compaction`` and writes ``<ts>.logcompaction.requested``
 under the table lock; file groups in a pending log compaction or clustering are left out
 (a pending compaction does not exclude, as the seed allows). Running moves the plan
 inflight, merges each planned slice in a task of its own, and completes the instant as a
@@ -25,10 +25,11 @@ from hudisql.services.plans import (
 )
 from hudisql.services.protocol import StepHook, is_abandoned_instant, no_step
 from hudisql.services.runner import LocalRunner, SliceRunner, Task, TaskAttempt
-from hudisql.table.commit_metadata import CommitMetadata, WriteStat
-from hudisql.table.fsview import FileSlice
-from hudisql.table.instant import Action, Instant
-from hudisql.table.log_compaction import (
+from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.format.fsview import FileSlice
+from hudisql.table.format.instant import Action, Instant
+from hudisql.table.format.service_plans import CompactionOperation, CompactionPlan
+from hudisql.table.services.log_compaction import (
     LogCompactionSettings,
     SliceRun,
     build_plan,
@@ -37,10 +38,9 @@ from hudisql.table.log_compaction import (
     plan_slice,
     planned_instants,
 )
-from hudisql.table.service_plans import CompactionOperation, CompactionPlan
-from hudisql.table.spurious_files import remove_spurious_log_files
 from hudisql.table.table import HudiTable
-from hudisql.table.write_files import MARKER_DIR
+from hudisql.table.write.files import MARKER_DIR
+from hudisql.table.write.spurious_files import remove_spurious_log_files
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.rollback import rollback_locked
 from hudisql.txn.table_service import ServiceSteps, schedule_plan, undo_abandoned

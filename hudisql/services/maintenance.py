@@ -20,8 +20,8 @@ from hudisql.metadata.participant import participants_for
 from hudisql.services import archive, clean, clustering, compaction, log_compaction
 from hudisql.services.plans import ServiceResult, show_service_plans
 from hudisql.services.runner import LocalRunner, SliceRunner
-from hudisql.table.instant import Action
-from hudisql.table.service_plans import CleanMetadata
+from hudisql.table.format.instant import Action
+from hudisql.table.format.service_plans import CleanMetadata
 from hudisql.table.table import HudiTable
 
 __all__ = ["Maintenance", "metadata_participants", "no_participants"]

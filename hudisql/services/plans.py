@@ -17,8 +17,8 @@ import pyarrow as pa
 
 from hudisql.errors import TableServiceError
 from hudisql.services.protocol import heartbeat, is_abandoned_instant, table_lock
-from hudisql.table.commit_metadata import WriteStat
-from hudisql.table.service_plans import CompactionPlan, compaction_plan
+from hudisql.table.format.commit_metadata import WriteStat
+from hudisql.table.format.service_plans import CompactionPlan, compaction_plan
 from hudisql.table.table import HudiTable
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.table_service import (

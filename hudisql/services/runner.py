@@ -14,7 +14,7 @@ import pickle
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hudisql.table.heap import keep_freed_memory
+from hudisql.table.io.heap import keep_freed_memory
 from hudisql.txn.tasks import LocalRunner, SliceRunner, Task, TaskAttempt
 
 if TYPE_CHECKING:

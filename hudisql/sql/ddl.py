@@ -23,9 +23,9 @@ from hudisql.parser import commands as c
 from hudisql.sql import dml, reads
 from hudisql.sql.frames import empty_frame, rows_frame
 from hudisql.sql.spark_tables import SparkTables
-from hudisql.table.locations import check_location, join_location
-from hudisql.table.schema import META_COLUMNS, avro_to_arrow
-from hudisql.table.storage import Storage
+from hudisql.table.format.schema import META_COLUMNS, avro_to_arrow
+from hudisql.table.io.locations import check_location, join_location
+from hudisql.table.io.storage import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -138,7 +138,7 @@ def _check_registered(entry: TableEntry, command: c.CreateTable) -> None:
 def _create_managed(
     ctx: StatementContext, name: TableName, command: c.CreateTable, schema: pa.Schema
 ) -> TableEntry:
-    from hudisql.table.write_create import create_table as core_create
+    from hudisql.table.write.create import create_table as core_create
 
     catalog = ctx.catalog
     if command.location is not None:

@@ -26,7 +26,7 @@ from hudisql.parser import commands as c
 from hudisql.sql import reads
 from hudisql.sql.frames import affected_frame
 from hudisql.sql.spark_tables import quote_identifier, spark_name
-from hudisql.table.schema import META_COLUMNS
+from hudisql.table.format.schema import META_COLUMNS
 from hudisql.write import dml as api
 from hudisql.write.dml import data_columns
 

@@ -135,7 +135,7 @@ def show_commits(ctx: StatementContext, command: c.ShowCommits) -> DataFrame:
 
 def show_log_blocks(ctx: StatementContext, command: c.ShowLogBlocks) -> DataFrame:
     """CALL show_log_blocks: every log block of the latest file slices and its verdict."""
-    from hudisql.table.reconcile import show_log_blocks as log_blocks
+    from hudisql.table.read.reconcile import show_log_blocks as log_blocks
 
     blocks = log_blocks(_core(ctx, command.table, None), command.file_id)
     return ctx.spark.createDataFrame(blocks.to_pandas(), schema=_spark_schema(blocks))

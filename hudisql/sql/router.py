@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from hudisql.session import HudiSession
-    from hudisql.table.write_rollback import StepHook
+    from hudisql.table.write.rollback import StepHook
 
 #: An executor: runs one command of a statement; returns its result.
 Executor = Callable[["StatementContext", Any], "DataFrame"]

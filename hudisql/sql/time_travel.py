@@ -156,7 +156,7 @@ def _time_travel(ctx: StatementContext, text: str, tokens: list[Token], i: int,
             f"{_where(ctx, text, tokens[i].start)}: {clause} on hudi table {name} takes a "
             "literal: an instant ('20250331030642808', as SHOW TIMELINE lists them) or a "
             "time ('2025-03-31 03:06:42.808')")
-    from hudisql.table.incremental import check_time_travel
+    from hudisql.table.read.incremental import check_time_travel
 
     literal = tokens[of + 1]
     try:
@@ -227,7 +227,7 @@ def _table_changes(ctx: StatementContext, text: str, tokens: list[Token], i: int
     if kind.lower() not in (LATEST_STATE, CDC):
         raise _usage(ctx, text, tokens[i].start, f"query type {kind!r} is unknown")
     path = _table_location(ctx, target, where)
-    from hudisql.table.incremental import resolve_range
+    from hudisql.table.read.incremental import resolve_range
 
     table = _open(path)
     try:

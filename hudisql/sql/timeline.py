@@ -15,11 +15,11 @@ from dataclasses import astuple, dataclass, fields
 from datetime import datetime
 
 from hudisql.errors import CorruptTableError
-from hudisql.table.clustering import CLUSTER_OPERATION, is_clustering
-from hudisql.table.index_plan import index_commit_metadata, index_plan
-from hudisql.table.instant import COMPLETED_AS, Action, Instant, State, parse_instant_time
+from hudisql.table.format.index_plan import index_commit_metadata, index_plan
+from hudisql.table.format.instant import COMPLETED_AS, Action, Instant, State, parse_instant_time
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.services.clustering import CLUSTER_OPERATION, is_clustering
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import Timeline
 
 #: Column names and Spark SQL types, in order.
 TIMELINE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -155,7 +155,7 @@ def timeline_rows(table: HudiTable, limit: int | None = None,
 def archived_rows(table: HudiTable) -> list[TimelineRow]:
     """The archived instants, newest first, each in its latest archived state. The archive
     keeps no file times, so only ``requested_time`` (the instant time) is known."""
-    from hudisql.table.archive import ArchivedTimeline
+    from hudisql.table.services.archive import ArchivedTimeline
 
     rows = []
     for entry in reversed(ArchivedTimeline(table.storage, table.timeline).entries):

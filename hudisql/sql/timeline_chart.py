@@ -25,9 +25,9 @@ from matplotlib.lines import Line2D
 
 from hudisql.errors import HudiSqlError, TableNotFoundError
 from hudisql.sql.timeline import rollback_links, rollback_targets, timeline_rows
-from hudisql.table.instant import Action, parse_instant_time
+from hudisql.table.format.instant import Action, parse_instant_time
+from hudisql.table.format.timeline import Timeline
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import Timeline
 
 #: The states a chart shows, in legend order, with their colours.
 STATE_COLOURS: dict[str, str] = {

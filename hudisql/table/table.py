@@ -24,14 +24,14 @@ from hudisql.errors import (
     ReadOptionError,
     UnsupportedFormatError,
 )
-from hudisql.table.fsview import FileSlice, FileSystemView
-from hudisql.table.fsview import base_files_only as base_files_only_view
-from hudisql.table.instant import Action, Instant
-from hudisql.table.merge import read_file_slice
-from hudisql.table.properties import TableProperties
-from hudisql.table.schema import avro_to_arrow, with_meta_fields
-from hudisql.table.storage import Storage
-from hudisql.table.timeline import Timeline
+from hudisql.table.format.fsview import FileSlice, FileSystemView
+from hudisql.table.format.fsview import base_files_only as base_files_only_view
+from hudisql.table.format.instant import Action, Instant
+from hudisql.table.format.properties import TableProperties
+from hudisql.table.format.schema import avro_to_arrow, with_meta_fields
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.io.storage import Storage
+from hudisql.table.read.merge import read_file_slice
 
 __all__ = ["HudiTable", "normalize_as_of"]
 
@@ -196,7 +196,7 @@ class HudiTable:
 
     def _archived_schema(self, as_of: str, rolled_back: set[str]) -> str | None:
         """The schema of the last archived write no later than ``as_of`` (loads the archive)."""
-        from hudisql.table.archive import ArchivedTimeline
+        from hudisql.table.services.archive import ArchivedTimeline
 
         for entry in reversed(ArchivedTimeline(self.storage, self.timeline).completed()):
             if entry.timestamp > as_of or entry.timestamp in rolled_back:
@@ -221,7 +221,7 @@ class HudiTable:
         last = self.timeline.last_completed([Action.CLEAN]) if as_of is not None else None
         if as_of is None or last is None:
             return
-        from hudisql.table.service_plans import CleanMetadata
+        from hudisql.table.format.service_plans import CleanMetadata
 
         clean = CleanMetadata.parse(self.timeline.read_content(last), last.file_name)
         retained = clean.earliest_commit_to_retain

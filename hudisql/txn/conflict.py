@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from hudisql.errors import CommitConflictError, WriteError
-from hudisql.table.clustering import pending_clusterings
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Action
-from hudisql.table.log_compaction import LOG_COMPACT_OPERATION, file_groups_in_pending_services
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import Action
+from hudisql.table.services.clustering import pending_clusterings
+from hudisql.table.services.log_compaction import (
+    LOG_COMPACT_OPERATION,
+    file_groups_in_pending_services,
+)
 from hudisql.table.table import HudiTable
 
 #: ``hoodie.write.concurrency.mode``: ``optimistic_concurrency_control`` checks conflicts.

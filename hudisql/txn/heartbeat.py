@@ -16,7 +16,7 @@ from types import TracebackType
 
 import pyarrow.fs as pafs
 
-from hudisql.table.storage import Storage
+from hudisql.table.io.storage import Storage
 
 #: The folder of heartbeat files (Hudi's own).
 HEARTBEAT_DIR = ".hoodie/.heartbeat"

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import IO, ClassVar
 
 from hudisql.errors import LockError
-from hudisql.table.locations import is_remote, redact
+from hudisql.table.io.locations import is_remote, redact
 
 #: The option naming the lock provider (Hudi's own key).
 LOCK_PROVIDER = "hoodie.write.lock.provider"

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Instant
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import Instant
 from hudisql.table.table import HudiTable
 
 __all__ = ["CleanParticipant", "CommitParticipant"]

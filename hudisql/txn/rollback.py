@@ -1,7 +1,7 @@
 """Rollback orchestration: failed, abandoned and user-named write instants, under the lock.
 
 The format steps (the rollback instant, files deleted or voided) are
-:func:`hudisql.table.write_rollback.rollback_instant`; this module adds the protocol around
+:func:`hudisql.table.write.rollback.rollback_instant`; this module adds the protocol around
 them: the table lock, and the commit participants' ``on_rollback``. Participants are told
 before the data files go, so a crash in between leaves a pending data instant whose next
 rollback tells them again (``on_rollback`` is idempotent); a rollback the format refuses
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from hudisql.table.instant import Action
+from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
-from hudisql.table.write_rollback import (
+from hudisql.table.write.rollback import (
     StepHook,
     is_overwrite_write,
     rollback_instant,

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from hudisql.errors import ConcurrentSchemaEvolutionError
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Action
-from hudisql.table.schema import META_COLUMNS
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import Action
+from hudisql.table.format.schema import META_COLUMNS
+from hudisql.table.format.timeline import COMMIT_ACTIONS, Timeline
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import COMMIT_ACTIONS, Timeline
 
 #: Hudi's switch of the check (default true).
 CONFLICT_RESOLUTION_ENABLE = "hoodie.write.concurrency.schema.conflict.resolution.enable"

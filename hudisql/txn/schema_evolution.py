@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from hudisql.errors import WriteError
-from hudisql.table.schema import META_COLUMNS, arrow_to_avro, avro_to_arrow
+from hudisql.table.format.schema import META_COLUMNS, arrow_to_avro, avro_to_arrow
 from hudisql.table.table import HudiTable
 from hudisql.txn.transaction import StepHook, Transaction
 

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hudisql.errors import CorruptTableError, StreamingCheckpointError
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import WRITE_ACTIONS
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import WRITE_ACTIONS
 from hudisql.table.table import HudiTable
 
 __all__ = [

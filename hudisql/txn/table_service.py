@@ -29,12 +29,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hudisql.table.clean import CleanSettings, execute_clean, plan_clean
-from hudisql.table.commit_metadata import CommitMetadata, WriteStat
-from hudisql.table.fsview import FileSlice
-from hudisql.table.instant import Action, Instant
-from hudisql.table.log_compaction import file_groups_in_pending_services
-from hudisql.table.service_plans import CleanMetadata, clean_plan
+from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.format.fsview import FileSlice
+from hudisql.table.format.instant import Action, Instant
+from hudisql.table.format.service_plans import CleanMetadata, clean_plan
+from hudisql.table.services.clean import CleanSettings, execute_clean, plan_clean
+from hudisql.table.services.log_compaction import file_groups_in_pending_services
 from hudisql.table.table import HudiTable
 from hudisql.txn.participant import CleanParticipant, CommitParticipant
 from hudisql.txn.tasks import LocalRunner, SliceRunner, Task

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from hudisql.table.filenames import write_token
+from hudisql.table.format.filenames import write_token
 
 __all__ = ["LocalRunner", "SliceRunner", "Task", "TaskAttempt"]
 

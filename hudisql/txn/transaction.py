@@ -27,15 +27,15 @@ import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from hudisql.table.commit_metadata import CommitMetadata, WriteStat
-from hudisql.table.filenames import BaseFileName
-from hudisql.table.fsview import FileSystemView
-from hudisql.table.instant import Action, Instant
-from hudisql.table.reconcile import record_committed_log_files
-from hudisql.table.spurious_files import remove_spurious_log_files
+from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.format.filenames import BaseFileName
+from hudisql.table.format.fsview import FileSystemView
+from hudisql.table.format.instant import Action, Instant
+from hudisql.table.read.reconcile import record_committed_log_files
 from hudisql.table.table import HudiTable
-from hudisql.table.write_files import MARKER_DIR
-from hudisql.table.write_rollback import StepHook
+from hudisql.table.write.files import MARKER_DIR
+from hudisql.table.write.rollback import StepHook
+from hudisql.table.write.spurious_files import remove_spurious_log_files
 from hudisql.txn.conflict import check_write_conflicts
 from hudisql.txn.heartbeat import Heartbeat, heartbeat_settings
 from hudisql.txn.lock import LockProvider, lock_provider_for, lock_timeout

@@ -7,7 +7,7 @@ protocol (:class:`~hudisql.txn.transaction.Transaction`), as Hudi does: ``reques
 commit metadata). Merge-on-read tables take updates and deletes as new log files of Avro
 data and delete blocks; copy-on-write tables rewrite the base file of each file group they
 touch. Inserts always start new file groups. The per-slice steps are the format's
-(:mod:`hudisql.table.write_slices`), which Spark executors run too.
+(:mod:`hudisql.table.write.slices`), which Spark executors run too.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudisql.errors import CommitConflictError, UnsupportedTableVersionError, WriteError
-from hudisql.table import properties as P
-from hudisql.table.commit_metadata import CommitMetadata, WriteStat
-from hudisql.table.filenames import write_token
-from hudisql.table.fsview import FileSystemView
-from hudisql.table.schema import META_COLUMNS, avro_to_arrow
+from hudisql.table.format import properties as P
+from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.format.filenames import write_token
+from hudisql.table.format.fsview import FileSystemView
+from hudisql.table.format.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import TIMELINE_FOLDERS, create_table
-from hudisql.table.write_files import avro_text, parquet_codec
-from hudisql.table.write_plan import (
+from hudisql.table.write.create import TIMELINE_FOLDERS, create_table
+from hudisql.table.write.files import avro_text, parquet_codec
+from hudisql.table.write.plan import (
     ExistingKeys,
     SliceWrite,
     composite_keys,
@@ -36,7 +36,7 @@ from hudisql.table.write_plan import (
     plan_inserts,
     plan_upserts,
 )
-from hudisql.table.write_records import (
+from hudisql.table.write.records import (
     PARTITION_PATH,
     RECORD_KEY,
     Records,
@@ -45,8 +45,8 @@ from hudisql.table.write_records import (
     precombine,
     record_keys,
 )
-from hudisql.table.write_rollback import StepHook
-from hudisql.table.write_slices import check_writable, write_slice, writer_schema
+from hudisql.table.write.rollback import StepHook
+from hudisql.table.write.slices import check_writable, write_slice, writer_schema
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.rollback import rollback_write
 from hudisql.txn.schema_evolution import evolve_on_write

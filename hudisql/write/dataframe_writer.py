@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hudisql.errors import TableNotFoundError, WriteError
-from hudisql.table.write_records import RECORD_KEY
+from hudisql.table.write.records import RECORD_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -146,7 +146,7 @@ def _create(request: SaveRequest, df: DataFrame) -> None:
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from hudisql.table.write_create import create_table
+    from hudisql.table.write.create import create_table
     from hudisql.write.index_settings import INDEX_PROPERTIES
     from hudisql.write.pipeline import IS_DELETED
 

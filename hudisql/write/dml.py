@@ -39,9 +39,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudisql.errors import WriteError
-from hudisql.table.schema import META_COLUMNS, avro_to_arrow
+from hudisql.table.format.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.table import HudiTable
-from hudisql.table.write_records import RECORD_KEY
+from hudisql.table.write.records import RECORD_KEY
 from hudisql.txn.transaction import StepHook
 from hudisql.write.dml_expressions import (
     ExpressionPlan,

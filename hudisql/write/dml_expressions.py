@@ -1,11 +1,11 @@
-"""UPDATE and MERGE on merge-on-read tables as expression writes (``table/expressions.py``).
+"""UPDATE and MERGE on merge-on-read tables as expression writes (``table/read/expressions.py``).
 
 ``UPDATE t SET c = c + 1 WHERE ...`` and ``MERGE INTO t USING s ON ... WHEN MATCHED THEN
 UPDATE SET c = t.c + s.c`` do not read the stored value of ``c`` at write time: the rows
 written carry the record key and the operand (``1``, ``s.c``), in an expression block, and
 every reader adds it to the value it merged so far, as Hudi's expression payload does.
 This is what makes a duplicated block (a retried Spark task) visible, and why reconciliation
-(``table/reconcile.py``) must drop it.
+(``table/read/reconcile.py``) must drop it.
 
 The statement takes this path when every SET assignment of its one update clause is
 ``col = col + <operand>`` / ``col = col - <operand>`` (``add``) or ``col = <operand>``
@@ -27,7 +27,7 @@ import sqlglot
 from sqlglot import exp
 
 from hudisql.errors import WriteError
-from hudisql.table.expressions import ExpressionOp
+from hudisql.table.read.expressions import ExpressionOp
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

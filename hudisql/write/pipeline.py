@@ -12,7 +12,7 @@ The driver plans and commits; executors do everything per record, in two Spark j
    base-file-only slices through Spark's parquet reader, slices with logs merged by the
    core on executors (``mapInArrow``);
 3. *tag*: a Spark join of the two; records without a file group (inserts) fill the
-   partition's small file groups first (:mod:`hudisql.table.small_files`, Hudi's
+   partition's small file groups first (:mod:`hudisql.table.write.small_files`, Hudi's
    ``hoodie.parquet.small.file.limit``), the rest go to new file groups (per partition,
    ``ceil(records / max records per file)`` ids), by key hash;
 4. *write* (``repartition`` by file group into at most twice the cores, then
@@ -77,22 +77,15 @@ from hudisql.metadata.participant import (
 from hudisql.metadata.records import ColumnRange
 from hudisql.metadata.row_changes import RowChanges, log_write_changes, replaced_rows
 from hudisql.progress import Progress, ProgressSink, progress_sink
-from hudisql.table.clustering import clustered_groups
-from hudisql.table.commit_metadata import WriteStat
-from hudisql.table.filenames import LogFileName, new_file_id, write_token
-from hudisql.table.fsview import FileSlice, LogFile
-from hudisql.table.heap import keep_freed_memory
-from hudisql.table.log.format import DeleteRecord
-from hudisql.table.schema import META_COLUMNS, avro_to_arrow
-from hudisql.table.small_files import (
-    INSERT_SPLIT_SIZE,
-    SmallFile,
-    SmallFileSettings,
-    average_record_size,
-    small_files,
-)
+from hudisql.table.format.commit_metadata import WriteStat
+from hudisql.table.format.filenames import LogFileName, new_file_id, write_token
+from hudisql.table.format.fsview import FileSlice, LogFile
+from hudisql.table.format.log.format import DeleteRecord
+from hudisql.table.format.schema import META_COLUMNS, avro_to_arrow
+from hudisql.table.io.heap import keep_freed_memory
+from hudisql.table.services.clustering import clustered_groups
 from hudisql.table.table import HudiTable
-from hudisql.table.write_files import (
+from hudisql.table.write.files import (
     DEFAULT_COMPRESSION,
     avro_text,
     data_block_format,
@@ -100,8 +93,8 @@ from hudisql.table.write_files import (
     write_base_file,
     write_log_file,
 )
-from hudisql.table.write_plan import NATURAL_ORDER_BRANCH, SliceWrite
-from hudisql.table.write_records import (
+from hudisql.table.write.plan import NATURAL_ORDER_BRANCH, SliceWrite
+from hudisql.table.write.records import (
     PARTITION_PATH,
     RECORD_KEY,
     conform_records,
@@ -109,7 +102,14 @@ from hudisql.table.write_records import (
     precombine,
     record_keys,
 )
-from hudisql.table.write_slices import check_writable, copy_on_write_merge, writer_schema
+from hudisql.table.write.slices import check_writable, copy_on_write_merge, writer_schema
+from hudisql.table.write.small_files import (
+    INSERT_SPLIT_SIZE,
+    SmallFile,
+    SmallFileSettings,
+    average_record_size,
+    small_files,
+)
 from hudisql.txn.schema_evolution import evolve_on_write
 from hudisql.txn.transaction import (
     OVERWRITE_PARTITIONS,
@@ -442,7 +442,7 @@ class SparkWriter:
         ``insert_overwrite_table`` (replacing every partition).
 
         ``expressions`` (column -> ``add`` | ``set``; an ``upsert`` on a merge-on-read
-        table only) writes expression blocks (``hudisql.table.expressions``): each row
+        table only) writes expression blocks (``hudisql.table.read.expressions``): each row
         carries its key and the named columns' operands, readers apply them to the stored
         row, and rows whose key the table does not hold are dropped (they update only).
 
@@ -670,7 +670,7 @@ class SparkWriter:
 
         ``counts`` are the partition's records, updates included: an upper bound of its
         inserts, known without another job. Each of the partition's ``small`` files
-        (:mod:`hudisql.table.small_files`) gets a share of that bound up to its capacity,
+        (:mod:`hudisql.table.write.small_files`) gets a share of that bound up to its capacity,
         the rest is spread over new file ids of ``per_file`` records; a record's share is
         picked by the hash of its key. A small file thus takes about its share of the
         actual inserts (fewer than its capacity when the bound exceeds them; above it only

@@ -16,9 +16,9 @@ import threading
 from types import TracebackType
 
 from hudisql.progress import Progress, no_progress
-from hudisql.table.filenames import BaseFileName, LogFileName
-from hudisql.table.storage import Storage
-from hudisql.table.write_files import MARKER_DIR
+from hudisql.table.format.filenames import BaseFileName, LogFileName
+from hudisql.table.io.storage import Storage
+from hudisql.table.write.files import MARKER_DIR
 
 #: Seconds between two listings of the marker directory.
 POLL_INTERVAL = 0.5

@@ -1,7 +1,7 @@
 """Record keys and partition paths as Spark column expressions, when they are exact.
 
 The table core forms ``_hoodie_record_key`` and ``_hoodie_partition_path`` with Arrow
-(:func:`~hudisql.table.write_records.record_keys`, :func:`partition_paths`). For key and
+(:func:`~hudisql.table.write.records.record_keys`, :func:`partition_paths`). For key and
 partition columns of string, integer, boolean and date type, Spark's cast to string gives
 the very same text as Arrow's, so the pipeline can stage records in the JVM (no Python
 worker, no Arrow round trip) with these expressions; other types (decimals) keep the
@@ -26,7 +26,7 @@ from pyspark.sql.types import (
 )
 
 from hudisql.errors import WriteError
-from hudisql.table.write_records import DEFAULT_PARTITION, PARTITION_PATH, RECORD_KEY
+from hudisql.table.write.records import DEFAULT_PARTITION, PARTITION_PATH, RECORD_KEY
 
 __all__ = ["check_partition_paths", "stage_in_jvm", "stage_keyless", "with_generated_keys"]
 

@@ -50,12 +50,12 @@ from hudisql.metadata.keys import RecordLocation, bloom_filter_key, column_stats
 from hudisql.metadata.records import column_range, is_live
 from hudisql.metadata.table import MetadataTable
 from hudisql.read.spark_files import spark_opens
-from hudisql.table.filenames import new_file_id
-from hudisql.table.fsview import FileSlice
-from hudisql.table.heap import keep_freed_memory
-from hudisql.table.merge import read_file_slice
+from hudisql.table.format.filenames import new_file_id
+from hudisql.table.format.fsview import FileSlice
+from hudisql.table.io.heap import keep_freed_memory
+from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable
-from hudisql.table.write_records import PARTITION_PATH, RECORD_KEY
+from hudisql.table.write.records import PARTITION_PATH, RECORD_KEY
 from hudisql.write.index_settings import BLOOM, BUCKET, RECORD_INDEX, IndexSettings
 
 __all__ = ["FILE_ID", "KEYS_SCHEMA", "META_FIELDS", "WORK_COLUMNS", "TagContext", "Tagged",

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
 
 SCHEMA = pa.schema([

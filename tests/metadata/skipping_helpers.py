@@ -18,8 +18,8 @@ from hudisql.metadata.skipping import (
     parse_predicates,
     skip_file_slices,
 )
-from hudisql.table.fsview import FileSlice
-from hudisql.table.merge import read_file_slice
+from hudisql.table.format.fsview import FileSlice
+from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.metadata.conftest import new_table

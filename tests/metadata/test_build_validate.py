@@ -38,8 +38,8 @@ from hudisql.metadata.records import is_live
 from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable, drop_index
 from hudisql.metadata.validate import validate_metadata_table
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Instant
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import Instant
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.metadata.conftest import new_table, row

@@ -18,7 +18,7 @@ from hudisql.metadata.config import (
     save_index_definitions,
     set_partition_state,
 )
-from hudisql.table import properties as P
+from hudisql.table.format import properties as P
 from hudisql.table.table import HudiTable
 
 

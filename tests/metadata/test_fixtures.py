@@ -54,7 +54,7 @@ def test_version_8_tables_are_left_to_hudi(name: str) -> None:
 def test_version_8_indexes_are_listed_from_their_config(name: str, writable_table: Any) -> None:
     """A Hudi 1.x table with an (HFile) metadata table: listed from hoodie.properties."""
     from hudisql.metadata.overview import metadata_partitions
-    from hudisql.table import properties as P
+    from hudisql.table.format import properties as P
 
     path: Path = writable_table(name)
     table = HudiTable.open(path)

@@ -22,9 +22,9 @@ from hudisql.metadata.services import (
     run_metadata_services,
 )
 from hudisql.metadata.table import MetadataTable
-from hudisql.table.filenames import BaseFileName, LogFileName
-from hudisql.table.instant import Action
-from hudisql.table.log.reader import scan_log_file
+from hudisql.table.format.filenames import BaseFileName, LogFileName
+from hudisql.table.format.instant import Action
+from hudisql.table.format.log.reader import scan_log_file
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.metadata.conftest import new_table, row

@@ -30,7 +30,7 @@ from hudisql.metadata.records import (
     record_index_record,
     secondary_index_record,
 )
-from hudisql.table.storage import Storage
+from hudisql.table.io.storage import Storage
 
 
 def test_fields_and_unions_in_hudis_order() -> None:
@@ -141,7 +141,7 @@ def test_footer_statistics_equal_statistics_of_the_data(tmp_path: Path) -> None:
 
 def test_expression_block_operands_get_no_statistics(tmp_path: Path) -> None:
     from hudisql.metadata.column_stats import log_file_ranges
-    from hudisql.table.write_files import write_log_file
+    from hudisql.table.write.files import write_log_file
     from tests.metadata.conftest import new_table
 
     table = new_table(tmp_path / "t")

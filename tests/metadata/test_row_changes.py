@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hudisql.metadata.row_changes import RowChanges, replaced_rows
-from hudisql.table.log.format import DeleteRecord
-from hudisql.table.schema import META_COLUMNS
-from hudisql.table.write_create import create_table
-from hudisql.table.write_plan import NATURAL_ORDER_BRANCH, SliceWrite
-from hudisql.table.write_slices import copy_on_write_merge
+from hudisql.table.format.log.format import DeleteRecord
+from hudisql.table.format.schema import META_COLUMNS
+from hudisql.table.write.create import create_table
+from hudisql.table.write.plan import NATURAL_ORDER_BRANCH, SliceWrite
+from hudisql.table.write.slices import copy_on_write_merge
 from hudisql.txn.writer import WriteClient
 from tests.metadata.conftest import SCHEMA, row
 

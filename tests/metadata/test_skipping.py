@@ -18,7 +18,7 @@ import pytest
 from hudisql.metadata.config import set_partition_state
 from hudisql.metadata.skipping import parse_predicates, skip_file_slices
 from hudisql.metadata.table import MetadataTable
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
 from tests.metadata.conftest import SCHEMA, row
 from tests.metadata.skipping_helpers import (

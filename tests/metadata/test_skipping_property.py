@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hudisql.metadata.validate import validate_metadata_table
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
 from tests.metadata.conftest import CITIES, SCHEMA
 from tests.metadata.skipping_helpers import check_skipping, writer

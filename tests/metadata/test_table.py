@@ -17,9 +17,9 @@ from hudisql.metadata.records import (
     secondary_index_record,
 )
 from hudisql.metadata.table import MetadataTable, init_instant_time
-from hudisql.table.filenames import LogFileName
-from hudisql.table.instant import Action
-from hudisql.table.log.reader import scan_log_file
+from hudisql.table.format.filenames import LogFileName
+from hudisql.table.format.instant import Action
+from hudisql.table.format.log.reader import scan_log_file
 from hudisql.table.table import HudiTable
 
 

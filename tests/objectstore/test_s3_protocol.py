@@ -15,9 +15,9 @@ import pytest
 import hudisql
 from hudisql.catalog.lock import CATALOG_URL_OPTION
 from hudisql.errors import InstantExistsError, LockError, StorageLocationError
-from hudisql.table.locations import check_location, join_location, redact
-from hudisql.table.storage import Storage
-from hudisql.table.storage_env import apply_hadoop_options
+from hudisql.table.io.locations import check_location, join_location, redact
+from hudisql.table.io.storage import Storage
+from hudisql.table.io.storage_env import apply_hadoop_options
 from hudisql.table.table import HudiTable
 from hudisql.txn.lock import LOCK_PROVIDER, FileLockProvider
 from hudisql.txn.writer import WriteClient, create_table

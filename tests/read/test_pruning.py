@@ -22,7 +22,7 @@ from pyspark.sql.datasource import (
 
 from hudisql.errors import HudiSqlError
 from hudisql.read.pruning import DEFAULT_PARTITION, PartitionPruner, select_slices
-from hudisql.table.properties import TableProperties
+from hudisql.table.format.properties import TableProperties
 from hudisql.table.table import HudiTable
 from tests.fixtures import table_path
 

@@ -17,8 +17,8 @@ from pyspark.sql import DataFrame
 
 import hudisql
 from hudisql.session import HudiSession
-from hudisql.table.cdc import read_cdc
-from hudisql.table.incremental import read_incremental
+from hudisql.table.read.cdc import read_cdc
+from hudisql.table.read.incremental import read_incremental
 from tests.fixtures import table_path
 from tests.read.test_datasource import rows, spark_rows
 from tests.table.test_incremental import TABLE_TYPES, History, fares, make_history

@@ -27,7 +27,7 @@ from hudisql.metadata.participant import participants_for
 from hudisql.read.pruning import select_slices
 from hudisql.session import HudiSession
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
 
 pytestmark = pytest.mark.spark

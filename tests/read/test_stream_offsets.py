@@ -17,7 +17,7 @@ from pyspark.sql.streaming.datasource import (
 from hudisql.errors import ReadOptionError
 from hudisql.read.datasource import spark_schema
 from hudisql.read.stream_source import HudiStreamReader
-from hudisql.table.instant import WRITE_ACTIONS
+from hudisql.table.format.instant import WRITE_ACTIONS
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.table.test_incremental import History, make_history, records

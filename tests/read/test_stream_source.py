@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 
 from hudisql.services.compaction import run_compaction, schedule_compaction
-from hudisql.table.cdc import read_cdc
-from hudisql.table.incremental import read_incremental
-from hudisql.table.instant import WRITE_ACTIONS
+from hudisql.table.format.instant import WRITE_ACTIONS
+from hudisql.table.read.cdc import read_cdc
+from hudisql.table.read.incremental import read_incremental
 from hudisql.table.table import HudiTable
 from hudisql.txn.transaction import Transaction
 from hudisql.txn.writer import WriteClient

@@ -13,7 +13,7 @@ from hudi import HudiTable as RsTable
 
 import hudisql
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()),

@@ -17,10 +17,10 @@ from hudisql.services.archive import run_archive
 from hudisql.services.clean import run_clean
 from hudisql.services.compaction import schedule_compaction
 from hudisql.services.log_compaction import schedule_log_compaction
-from hudisql.table.archive import ArchivedTimeline
-from hudisql.table.archive_format import archive_files, read_archive_file
-from hudisql.table.commit_metadata import write_avro_container
-from hudisql.table.instant import Action, State
+from hudisql.table.format.archive_format import archive_files, read_archive_file
+from hudisql.table.format.commit_metadata import write_avro_container
+from hudisql.table.format.instant import Action, State
+from hudisql.table.services.archive import ArchivedTimeline
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.services.kit import Crash, crash_at, mor_table, rec, rows, rs_rows, write_instants
@@ -246,8 +246,8 @@ def test_without_a_metadata_compaction_nothing_is_archived(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_incremental_and_cdc_queries_read_archived_instants(tmp_path: Path) -> None:
-    from hudisql.table.cdc import read_cdc
-    from hudisql.table.incremental import read_incremental
+    from hudisql.table.read.cdc import read_cdc
+    from hudisql.table.read.incremental import read_incremental
 
     _, path, done = _table(tmp_path, n=8)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hudisql.services.compaction import run_compaction
 from hudisql.services.log_compaction import run_log_compaction
-from hudisql.table.instant import Action
+from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
 from tests.services.kit import mor_table, rows, rs_snapshots, snapshots
 

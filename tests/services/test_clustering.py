@@ -18,10 +18,16 @@ from hudisql.services.clustering import (
     schedule_clustering,
     show_clustering,
 )
-from hudisql.table.clustering import clustering_plan, is_clustering
-from hudisql.table.commit_metadata import read_avro_container
-from hudisql.table.instant import Action
-from hudisql.table.layout import curve_keys, cut_points, layout_strategy, ordered, sort_indices
+from hudisql.table.format.commit_metadata import read_avro_container
+from hudisql.table.format.instant import Action
+from hudisql.table.services.clustering import clustering_plan, is_clustering
+from hudisql.table.services.layout import (
+    curve_keys,
+    cut_points,
+    layout_strategy,
+    ordered,
+    sort_indices,
+)
 from hudisql.table.table import HudiTable
 from hudisql.txn.rollback import rollback_write
 from hudisql.txn.writer import WriteClient

@@ -11,9 +11,9 @@ from hudisql.errors import CommitConflictError, TableServiceError
 from hudisql.services.clean import run_clean
 from hudisql.services.compaction import run_compaction, schedule_compaction
 from hudisql.services.plans import show_service_plans
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Action
-from hudisql.table.service_plans import CleanMetadata, clean_plan, compaction_plan
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import Action
+from hudisql.table.format.service_plans import CleanMetadata, clean_plan, compaction_plan
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.services.kit import (
@@ -190,7 +190,7 @@ def test_keep_latest_file_versions(tmp_path: Path) -> None:
 
 
 def test_clean_deletes_file_groups_an_old_replacecommit_replaced(tmp_path: Path) -> None:
-    from hudisql.table.write_files import write_base_file
+    from hudisql.table.write.files import write_base_file
 
     client = mor_table(tmp_path)
     path = tmp_path / "t"

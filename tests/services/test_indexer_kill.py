@@ -13,7 +13,7 @@ import pytest
 
 from hudisql.services.indexes import TableIndexes
 from hudisql.session import HudiSession
-from hudisql.table.index_plan import pending_indexing
+from hudisql.table.format.index_plan import pending_indexing
 from hudisql.table.table import HudiTable
 from tests.services.indexing import assert_exact, trips
 from tests.write.trips import rs_rows

@@ -15,11 +15,11 @@ from hudisql.services.indexer import (
     catch_up_times,
     require_lock,
 )
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.properties import TableProperties, new_table_properties
-from hudisql.table.storage import Storage
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.properties import TableProperties, new_table_properties
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.io.storage import Storage
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import Timeline
 
 T = "2024010100000000"  # + one digit: instant N is T + str(N) (N < 10), 10 is "20240101000000010"
 

@@ -13,8 +13,8 @@ from hudisql.errors import IndexingTimeoutError
 from hudisql.metadata.config import load_index_definitions
 from hudisql.services.indexes import TableIndexes
 from hudisql.session import HudiSession
-from hudisql.table.index_plan import pending_indexing
-from hudisql.table.instant import Action
+from hudisql.table.format.index_plan import pending_indexing
+from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.services.indexing import assert_exact, trips

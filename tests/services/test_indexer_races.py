@@ -21,8 +21,8 @@ from hudisql.services.index_build import PartitionRequest
 from hudisql.services.indexer import Indexer
 from hudisql.services.metadata_inspect import validate
 from hudisql.session import HudiSession
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Action, Instant
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import Action, Instant
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.services.indexing import assert_exact, trips

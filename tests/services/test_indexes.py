@@ -18,11 +18,11 @@ from hudisql.errors import (
 from hudisql.metadata.table import MetadataTable
 from hudisql.services.indexes import TableIndexes
 from hudisql.session import HudiSession
-from hudisql.table.filenames import BaseFileName
-from hudisql.table.index_plan import index_commit_metadata
-from hudisql.table.instant import Action
+from hudisql.table.format.filenames import BaseFileName
+from hudisql.table.format.index_plan import index_commit_metadata
+from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
-from hudisql.table.write_files import MARKER_DIR
+from hudisql.table.write.files import MARKER_DIR
 from tests.services.indexing import assert_exact, snapshot, trips
 from tests.write.trips import rs_rows
 

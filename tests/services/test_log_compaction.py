@@ -13,17 +13,17 @@ from hudisql.errors import TableServiceError
 from hudisql.services.compaction import run_compaction, schedule_compaction
 from hudisql.services.log_compaction import run_log_compaction, schedule_log_compaction
 from hudisql.services.plans import show_service_plans
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Action
-from hudisql.table.log.format import BlockType, HeaderKey
-from hudisql.table.log.reader import decode_data_block, scan_log_file
-from hudisql.table.log_compaction import (
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import Action
+from hudisql.table.format.log.format import BlockType, HeaderKey
+from hudisql.table.format.log.reader import decode_data_block, scan_log_file
+from hudisql.table.format.service_plans import LOG_COMPACTION_EXECUTOR, compaction_plan
+from hudisql.table.services.log_compaction import (
     PLANNED_INSTANTS_KEY,
     LogCompactionSettings,
     execute_slice,
     planned_instants,
 )
-from hudisql.table.service_plans import LOG_COMPACTION_EXECUTOR, compaction_plan
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.services.kit import (
@@ -356,7 +356,7 @@ def test_parquet_compacted_blocks_keep_every_column_type_for_both_readers(
     from hudi import HudiTable as RsTable
 
     import hudisql
-    from hudisql.table.write_create import create_table
+    from hudisql.table.write.create import create_table
 
     schema = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("d", pa.date32()),
                         ("t", pa.timestamp("us", tz="UTC")), ("dec", pa.decimal128(10, 2)),

@@ -13,7 +13,7 @@ from hudisql.errors import ReadOptionError, UnsupportedFormatError
 from hudisql.metadata.records import is_live
 from hudisql.metadata.table import MetadataTable
 from hudisql.session import HudiSession
-from hudisql.table.instant import Action
+from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
 from tests.services.indexing import trips
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hudisql.metadata.table import MetadataTable
 from hudisql.session import HudiSession
-from hudisql.table.instant import Action
+from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
 from tests.services.indexing import assert_exact, trips
 from tests.write.trips import rs_rows, spark_rows

@@ -18,7 +18,7 @@ from hudisql.metadata.builders import DataFile
 from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable
 from hudisql.session import HudiSession, HudiTableHandle
-from hudisql.table.instant import Action
+from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
 from hudisql.write.pipeline import SparkWriter
 from tests.services.indexing import assert_exact, snapshot, trips

@@ -11,8 +11,8 @@ import pytest
 
 from hudisql.services.compaction import run_compaction
 from hudisql.services.log_compaction import run_log_compaction
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Action, Instant
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import Action, Instant
 from hudisql.table.table import HudiTable
 from tests.services.kit import mor_table, rows, upserts
 

@@ -12,7 +12,7 @@ import pytest
 
 from hudisql.services.compaction import run_compaction
 from hudisql.services.log_compaction import run_log_compaction
-from hudisql.table.instant import Action
+from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
 from hudisql.txn.transaction import Transaction
 from tests.services.kit import mor_table, rows, rs_rows, snapshots, upserts

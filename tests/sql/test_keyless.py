@@ -13,7 +13,7 @@ import pytest
 
 from hudisql.session import HudiSession
 from hudisql.table import HudiTable
-from hudisql.table.properties import TableProperties
+from hudisql.table.format.properties import TableProperties
 
 pytestmark = pytest.mark.spark
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from hudisql.session import HudiSession
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 from hudisql.txn.lock import LOCK_PROVIDER
 from hudisql.txn.shared_lock import recorded_lock
 

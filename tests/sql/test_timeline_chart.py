@@ -19,7 +19,7 @@ from hudisql.catalog import SqlCatalog
 from hudisql.errors import HudiSqlError
 from hudisql.sql.inspect import TableInspector
 from hudisql.sql.timeline_chart import ChartInstant, timeline_chart
-from hudisql.table.instant import Action
+from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient, create_table
 

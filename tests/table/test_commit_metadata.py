@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hudisql.errors import CorruptTableError
-from hudisql.table.commit_metadata import (
+from hudisql.table.format.commit_metadata import (
     NULL_COMMIT,
     CommitMetadata,
     InstantInfo,

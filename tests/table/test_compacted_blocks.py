@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Action
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import Action
 from tests.table.test_merge import BASE, SliceTable
 
 T1, T2, T3, T4, T5, T6 = (f"2024010100000{i}000" for i in range(1, 7))

@@ -16,19 +16,19 @@ import pyarrow as pa
 import pytest
 
 from hudisql.errors import HudiSqlError, WriteError
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.expressions import (
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.filenames import write_token
+from hudisql.table.format.instant import Action
+from hudisql.table.read.expressions import (
     EXPRESSIONS_PROPERTY,
     apply_expressions,
     schema_expressions,
 )
-from hudisql.table.filenames import write_token
-from hudisql.table.instant import Action
-from hudisql.table.merge import read_file_slice
-from hudisql.table.reconcile import record_committed_log_files, show_log_blocks
+from hudisql.table.read.merge import read_file_slice
+from hudisql.table.read.reconcile import record_committed_log_files, show_log_blocks
 from hudisql.table.table import HudiTable
-from hudisql.table.write_files import avro_text, write_log_file
-from hudisql.table.write_slices import writer_schema
+from hudisql.table.write.files import avro_text, write_log_file
+from hudisql.table.write.slices import writer_schema
 from hudisql.txn.writer import WriteClient, create_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("c", pa.int64()), ("name", pa.string())])
@@ -225,8 +225,8 @@ def test_log_compaction_keeps_expression_blocks_exact_and_other_readers_refusing
 
     from hudisql.services.compaction import run_compaction
     from hudisql.services.log_compaction import run_log_compaction
-    from hudisql.table.log.format import HeaderKey
-    from hudisql.table.log.reader import scan_log_file
+    from hudisql.table.format.log.format import HeaderKey
+    from hudisql.table.format.log.reader import scan_log_file
 
     table = _table(tmp_path)
     times = [

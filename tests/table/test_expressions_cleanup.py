@@ -5,10 +5,10 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path
 
-from hudisql.table.spurious_files import remove_spurious_log_files, spurious_log_files
 from hudisql.table.table import HudiTable
-from hudisql.table.write_files import avro_text, marker_path, write_log_file
-from hudisql.table.write_slices import writer_schema
+from hudisql.table.write.files import avro_text, marker_path, write_log_file
+from hudisql.table.write.slices import writer_schema
+from hudisql.table.write.spurious_files import remove_spurious_log_files, spurious_log_files
 from tests.table.test_expressions import _commit, _read, _records, _table
 
 

@@ -18,8 +18,8 @@ import hudisql
 from hudisql.catalog import SqlCatalog
 from hudisql.errors import WriteError
 from hudisql.session import HudiSession
-from hudisql.table.expressions import block_expressions
-from hudisql.table.log.reader import scan_log_file
+from hudisql.table.format.log.reader import scan_log_file
+from hudisql.table.read.expressions import block_expressions
 from hudisql.table.table import HudiTable
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from hudisql.table.filenames import (
+from hudisql.table.format.filenames import (
     BaseFileName,
     LogFileName,
     new_file_id,

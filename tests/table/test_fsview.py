@@ -19,12 +19,12 @@ import pytest
 
 import hudisql
 from hudisql.table import HudiTable
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.fsview import FileSlice, FileSystemView
-from hudisql.table.instant import Action
-from hudisql.table.log.format import HeaderKey
-from hudisql.table.log.writer import encode_avro_data_block
-from hudisql.table.schema import with_meta_fields
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.fsview import FileSlice, FileSystemView
+from hudisql.table.format.instant import Action
+from hudisql.table.format.log.format import HeaderKey
+from hudisql.table.format.log.writer import encode_avro_data_block
+from hudisql.table.format.schema import with_meta_fields
 from tests.fixtures import TABLE_ZIPS, table_path
 
 Copy = Callable[[str], Path]

@@ -10,7 +10,7 @@ import sys
 # page faults) in the last rounds, in a fresh process.
 _ROUNDS = """
 import resource, sys
-from hudisql.table.heap import keep_freed_memory
+from hudisql.table.io.heap import keep_freed_memory
 if sys.argv[1] == "keep":
     assert keep_freed_memory() and keep_freed_memory()
 faults = []

@@ -17,8 +17,8 @@ import pytest
 
 import hudisql
 from hudisql.errors import CorruptTableError, ReadOptionError
-from hudisql.table.cdc import read_cdc
-from hudisql.table.incremental import check_time_travel, read_incremental, resolve_range
+from hudisql.table.read.cdc import read_cdc
+from hudisql.table.read.incremental import check_time_travel, read_incremental, resolve_range
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient, create_table
 from tests.fixtures import table_path

@@ -13,8 +13,8 @@ import pytest
 
 import hudisql
 from hudisql.services.maintenance import Maintenance
-from hudisql.table.cdc import read_cdc
-from hudisql.table.incremental import read_incremental
+from hudisql.table.read.cdc import read_cdc
+from hudisql.table.read.incremental import read_incremental
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.table.test_incremental import fares, hudi_rs_incremental, make_history, records

@@ -10,7 +10,7 @@ import pytest
 
 from hudisql.errors import CorruptTableError
 from hudisql.sql.timeline import timeline_rows
-from hudisql.table.index_plan import (
+from hudisql.table.format.index_plan import (
     IndexCommitMetadata,
     IndexPartitionInfo,
     IndexPlan,
@@ -18,11 +18,11 @@ from hudisql.table.index_plan import (
     index_plan,
     pending_indexing,
 )
-from hudisql.table.instant import Action
-from hudisql.table.properties import TableProperties, new_table_properties
-from hudisql.table.storage import Storage
+from hudisql.table.format.instant import Action
+from hudisql.table.format.properties import TableProperties, new_table_properties
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.io.storage import Storage
 from hudisql.table.table import HudiTable
-from hudisql.table.timeline import Timeline
 
 PLAN = IndexPlan((IndexPartitionInfo("files", "20240101000000000"),
                   IndexPartitionInfo("secondary_index_idx", "20240101000000000",

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hudisql.table import instant as instant_module
-from hudisql.table.instant import (
+from hudisql.table.format import instant as instant_module
+from hudisql.table.format.instant import (
     Action,
     Instant,
     State,

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudisql.errors import CorruptLogBlockError, UnsupportedFormatError
-from hudisql.table.log import (
+from hudisql.table.format.log import (
     BlockType,
     HeaderKey,
     decode_data_block,
@@ -25,8 +25,8 @@ from hudisql.table.log import (
     encode_avro_data_block,
     scan_blocks,
 )
-from hudisql.table.log.avro_codec import record_codec
-from hudisql.table.log.format import encode_block
+from hudisql.table.format.log.avro_codec import record_codec
+from hudisql.table.format.log.format import encode_block
 
 INSTANT = "20250101000000001"
 HEADER = {HeaderKey.INSTANT_TIME: INSTANT}

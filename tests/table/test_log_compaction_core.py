@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.fsview import LogFile
-from hudisql.table.instant import Action
-from hudisql.table.log.format import BlockType, HeaderKey
-from hudisql.table.log.reader import scan_log_file
-from hudisql.table.log_compaction import (
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.fsview import LogFile
+from hudisql.table.format.instant import Action
+from hudisql.table.format.log.format import BlockType, HeaderKey
+from hudisql.table.format.log.reader import scan_log_file
+from hudisql.table.format.service_plans import CompactionOperation
+from hudisql.table.services.log_compaction import (
     LogCompactionSettings,
     execute_slice,
     plan_slice,
 )
-from hudisql.table.service_plans import CompactionOperation
 from tests.table.test_merge import BASE, FILE_ID, SliceTable
 
 TS = [f"202401010000{i:02d}000" for i in range(1, 12)]
@@ -60,7 +60,7 @@ def test_a_pending_block_breaks_the_run(tmp_path: Path) -> None:
 
 def test_a_large_block_breaks_the_run_an_expression_block_does_not(tmp_path: Path) -> None:
     t = _table(tmp_path)
-    from hudisql.table.expressions import mark_expressions
+    from hudisql.table.read.expressions import mark_expressions
 
     marked = mark_expressions(t.avro, {"ord": "add"}, "test")
     for i, ts in enumerate(TS[:8]):

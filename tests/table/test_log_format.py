@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from hudisql.errors import CorruptLogBlockError, UnsupportedFormatError
-from hudisql.table.log import (
+from hudisql.table.format.log import (
     MAGIC,
     BlockType,
     DeleteRecord,
@@ -28,8 +28,8 @@ from hudisql.table.log import (
     scan_blocks,
     scan_log_file,
 )
-from hudisql.table.log.format import encode_block
-from hudisql.table.storage import Storage
+from hudisql.table.format.log.format import encode_block
+from hudisql.table.io.storage import Storage
 from tests.fixtures import LOG_FILES, TABLE_ZIPS, table_path
 
 UUID_A = "334e26e9-8355-45cc-97c6-c31daf0df330"

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hudisql.errors import CorruptLogBlockError
-from hudisql.table.log import (
+from hudisql.table.format.log import (
     BlockType,
     DeleteRecord,
     HeaderKey,
@@ -27,8 +27,8 @@ from hudisql.table.log import (
     encode_rollback_block,
     scan_blocks,
 )
-from hudisql.table.log.format import ORDERING_TYPES, encode_block
-from hudisql.table.schema import arrow_to_avro, arrow_to_records, avro_to_arrow
+from hudisql.table.format.log.format import ORDERING_TYPES, encode_block
+from hudisql.table.format.schema import arrow_to_avro, arrow_to_records, avro_to_arrow
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

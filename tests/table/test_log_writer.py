@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 from hudisql.errors import WriteError
-from hudisql.table.filenames import LogFileName
-from hudisql.table.log import (
+from hudisql.table.format.filenames import LogFileName
+from hudisql.table.format.log import (
     BlockType,
     DeleteRecord,
     HeaderKey,
@@ -31,8 +31,8 @@ from hudisql.table.log import (
     scan_blocks,
     scan_log_file,
 )
-from hudisql.table.schema import arrow_to_records
-from hudisql.table.storage import Storage
+from hudisql.table.format.schema import arrow_to_records
+from hudisql.table.io.storage import Storage
 from tests.fixtures import LOG_FILES, copy_table, table_path
 
 INSTANT = "20250101000000001"

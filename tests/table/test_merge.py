@@ -17,25 +17,25 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudisql.errors import HudiSqlError
-from hudisql.table.commit_metadata import CommitMetadata, RollbackMetadata
-from hudisql.table.fsview import BaseFile, FileSlice, LogFile
-from hudisql.table.instant import Action
-from hudisql.table.log.format import BlockType, DeleteRecord, HeaderKey, encode_block
-from hudisql.table.log.writer import (
+from hudisql.table.format.commit_metadata import CommitMetadata, RollbackMetadata
+from hudisql.table.format.fsview import BaseFile, FileSlice, LogFile
+from hudisql.table.format.instant import Action
+from hudisql.table.format.log.format import BlockType, DeleteRecord, HeaderKey, encode_block
+from hudisql.table.format.log.writer import (
     encode_avro_data_block,
     encode_delete_block,
     encode_rollback_block,
 )
-from hudisql.table.merge import (
+from hudisql.table.format.properties import new_table_properties
+from hudisql.table.format.schema import META_COLUMNS, arrow_to_avro
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.io.storage import Storage
+from hudisql.table.read.merge import (
     CorruptLogBlockWarning,
     SliceReadReport,
     merge_file_slice,
     read_file_slice,
 )
-from hudisql.table.properties import new_table_properties
-from hudisql.table.schema import META_COLUMNS, arrow_to_avro
-from hudisql.table.storage import Storage
-from hudisql.table.timeline import Timeline
 
 SCHEMA = pa.schema([("id", pa.string()), ("ord", pa.int64()), ("val", pa.string())])
 FILE_ID = "5d1f3a3e-0b4c-4a57-9a3e-2f1c0e9b7a11-0"

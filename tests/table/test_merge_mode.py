@@ -16,7 +16,7 @@ import pytest
 
 import hudisql
 from hudisql.table import HudiTable
-from hudisql.table.properties import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
+from hudisql.table.format.properties import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
 from hudisql.txn.writer import WriteClient, create_table
 from tests.fixtures import copy_table
 
@@ -69,7 +69,7 @@ def test_default_payload_keeps_the_greater_ordering_value(tmp_path: Path) -> Non
     ],
 )
 def test_merge_mode_prefers_the_explicit_setting(props: dict[str, str], mode: str) -> None:
-    from hudisql.table.properties import new_table_properties
+    from hudisql.table.format.properties import new_table_properties
 
     base = new_table_properties("t", "MERGE_ON_READ", ["k"])
     values = {k: v for k, v in base.items() if k != "hoodie.compaction.payload.class"}

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hudisql.table.merge import read_file_slice, stream_file_slice
+from hudisql.table.read.merge import read_file_slice, stream_file_slice
 from tests.table.test_merge import BASE, SliceTable
 
 KEYS = [f"k{i}" for i in range(8)]

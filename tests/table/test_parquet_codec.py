@@ -10,7 +10,7 @@ import pytest
 
 from hudisql.errors import WriteError
 from hudisql.table import HudiTable
-from hudisql.table.write_files import COMPRESSION_CODEC
+from hudisql.table.write.files import COMPRESSION_CODEC
 from hudisql.txn.writer import WriteClient, create_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64())])

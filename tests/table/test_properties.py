@@ -17,7 +17,7 @@ from hudisql.errors import (
     UnsupportedTableVersionError,
     WriteError,
 )
-from hudisql.table.properties import (
+from hudisql.table.format.properties import (
     CHECKSUM,
     PROPERTIES_FILE,
     TableProperties,
@@ -26,7 +26,7 @@ from hudisql.table.properties import (
     parse_properties,
     table_checksum,
 )
-from hudisql.table.storage import Storage
+from hudisql.table.io.storage import Storage
 from tests.fixtures import TABLE_ZIPS, table_path
 
 WritableTable = Callable[[str], Path]

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from hudisql.errors import CorruptTableError, HudiSqlError
-from hudisql.table.commit_metadata import CommitMetadata, WriteStat
-from hudisql.table.log.reader import scan_log_file
-from hudisql.table.merge import CorruptLogBlockWarning
-from hudisql.table.reconcile import (
+from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.format.log.reader import scan_log_file
+from hudisql.table.read.merge import CorruptLogBlockWarning
+from hudisql.table.read.reconcile import (
     BLOCK_ATTEMPT_STAT_KEY,
     COMMITTED_LOG_FILES_KEY,
     LOG_BLOCKS_SCHEMA,
@@ -127,7 +127,7 @@ def test_scenario_4_without_reconciliation_applies_the_duplicate(t: RetryTable) 
     assert merged != rows_of(0, 2)
 
 
-@pytest.mark.filterwarnings("ignore::hudisql.table.merge.CorruptLogBlockWarning")
+@pytest.mark.filterwarnings("ignore::hudisql.table.read.merge.CorruptLogBlockWarning")
 def test_corrupt_block_scenario_same_log_file(t: RetryTable, rule: tuple[str, bool]) -> None:
     # HUDI-6758's "scenario 3 with hdfs": attempt 0's second block is torn, attempt 1 appends
     # its first block to the same log file and its second to the next one.
@@ -148,7 +148,7 @@ def test_corrupt_block_scenario_same_log_file(t: RetryTable, rule: tuple[str, bo
     ]
 
 
-@pytest.mark.filterwarnings("ignore::hudisql.table.merge.CorruptLogBlockWarning")
+@pytest.mark.filterwarnings("ignore::hudisql.table.read.merge.CorruptLogBlockWarning")
 def test_torn_tail_never_counts_toward_a_sequence(t: RetryTable, rule: tuple[str, bool]) -> None:
     mode, record = rule
     i = t.begin(ts(1))

@@ -20,24 +20,24 @@ from typing import Any
 
 import pyarrow as pa
 
-from hudisql.table.commit_metadata import CommitMetadata, RollbackMetadata, WriteStat
-from hudisql.table.filenames import LogFileName
-from hudisql.table.fsview import FileSystemView
-from hudisql.table.instant import Action
-from hudisql.table.log.format import DeleteRecord, HeaderKey, block_identifier
-from hudisql.table.log.writer import (
+from hudisql.table.format.commit_metadata import CommitMetadata, RollbackMetadata, WriteStat
+from hudisql.table.format.filenames import LogFileName
+from hudisql.table.format.fsview import FileSystemView
+from hudisql.table.format.instant import Action
+from hudisql.table.format.log.format import DeleteRecord, HeaderKey, block_identifier
+from hudisql.table.format.log.writer import (
     LogFileWriter,
     encode_avro_data_block,
     encode_delete_block,
     encode_rollback_block,
 )
-from hudisql.table.merge import SliceReadReport, merge_file_slice
-from hudisql.table.properties import new_table_properties
-from hudisql.table.reconcile import BLOCK_ATTEMPT_STAT_KEY, record_committed_log_files
-from hudisql.table.schema import META_COLUMNS, arrow_to_avro
-from hudisql.table.storage import Storage
-from hudisql.table.timeline import Timeline
-from hudisql.table.write_files import write_base_file
+from hudisql.table.format.properties import new_table_properties
+from hudisql.table.format.schema import META_COLUMNS, arrow_to_avro
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.io.storage import Storage
+from hudisql.table.read.merge import SliceReadReport, merge_file_slice
+from hudisql.table.read.reconcile import BLOCK_ATTEMPT_STAT_KEY, record_committed_log_files
+from hudisql.table.write.files import write_base_file
 
 SCHEMA = pa.schema([("id", pa.string()), ("val", pa.string())])
 FILE_ID = "3f0c8a52-6d1e-4b7a-9c55-0a1b2c3d4e5f-0"

@@ -26,8 +26,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hudisql.table.log.format import BlockType
-from hudisql.table.merge import CorruptLogBlockWarning
+from hudisql.table.format.log.format import BlockType
+from hudisql.table.read.merge import CorruptLogBlockWarning
 from tests.table.test_reconcile_kit import RetryTable, cut, ts
 
 BASE_ROWS = {"b0": "base", "b1": "base", "k0": "base"}

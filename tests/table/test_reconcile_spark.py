@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from hudisql.table.reconcile import show_log_blocks
+from hudisql.table.read.reconcile import show_log_blocks
 from hudisql.table.table import HudiTable
 from hudisql.txn.transaction import REMOVE_SPURIOUS_LOG_FILES
 from hudisql.txn.writer import WriteClient, create_table

@@ -15,7 +15,7 @@ import pytest
 
 import hudisql
 from hudisql.errors import WriteError
-from hudisql.table.commit_metadata import RollbackMetadata
+from hudisql.table.format.commit_metadata import RollbackMetadata
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient, create_table
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hudisql.errors import UnsupportedFormatError
-from hudisql.table.schema import (
+from hudisql.table.format.schema import (
     META_COLUMNS,
     arrow_to_avro,
     arrow_to_records,

@@ -10,9 +10,9 @@ import fastavro
 import pytest
 
 from hudisql.errors import CorruptTableError
-from hudisql.table.commit_metadata import write_avro_container
-from hudisql.table.instant import Action, Instant, State
-from hudisql.table.service_plans import (
+from hudisql.table.format.commit_metadata import write_avro_container
+from hudisql.table.format.instant import Action, Instant, State
+from hudisql.table.format.service_plans import (
     COMPACTION_PLAN_SCHEMA,
     LOG_COMPACTION_EXECUTOR,
     CleanerPlan,

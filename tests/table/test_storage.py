@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hudisql.table.storage import Storage
+from hudisql.table.io.storage import Storage
 
 
 def test_create_if_absent_refuses_an_existing_file(tmp_path: Path) -> None:

@@ -18,19 +18,19 @@ from hudisql.errors import (
     UnsupportedTableVersionError,
     WriteError,
 )
-from hudisql.table import instant as instant_module
-from hudisql.table import timeline as timeline_module
-from hudisql.table.commit_metadata import (
+from hudisql.table.format import instant as instant_module
+from hudisql.table.format import timeline as timeline_module
+from hudisql.table.format.commit_metadata import (
     CommitMetadata,
     InstantInfo,
     RollbackMetadata,
     RollbackPlan,
     WriteStat,
 )
-from hudisql.table.instant import Action, Instant, State
-from hudisql.table.properties import TableProperties, new_table_properties
-from hudisql.table.storage import Storage
-from hudisql.table.timeline import Timeline
+from hudisql.table.format.instant import Action, Instant, State
+from hudisql.table.format.properties import TableProperties, new_table_properties
+from hudisql.table.format.timeline import Timeline
+from hudisql.table.io.storage import Storage
 from tests.fixtures import table_path
 from tests.table.test_properties import snapshot
 

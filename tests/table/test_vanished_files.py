@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from hudisql.errors import CorruptTableError
-from hudisql.table.fsview import FileSystemView
-from hudisql.table.merge import read_file_slice
+from hudisql.table.format.fsview import FileSystemView
+from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient, create_table
 

@@ -25,22 +25,22 @@ from hudisql.errors import (
     UnsupportedTableVersionError,
     WriteError,
 )
-from hudisql.table.commit_metadata import (
+from hudisql.table.format.commit_metadata import (
     CommitMetadata,
     RollbackMetadata,
     RollbackPlan,
     WriteStat,
 )
-from hudisql.table.instant import Action
-from hudisql.table.log.format import BlockType, DeleteRecord, HeaderKey
-from hudisql.table.log.reader import decode_data_block, decode_delete_block, scan_log_file
-from hudisql.table.log.writer import LogFileWriter, encode_avro_data_block
-from hudisql.table.properties import TableProperties
-from hudisql.table.reconcile import BLOCK_ATTEMPT_STAT_KEY, record_committed_log_files
-from hudisql.table.schema import META_COLUMNS, arrow_to_avro, with_meta_fields
-from hudisql.table.storage import Storage
+from hudisql.table.format.instant import Action
+from hudisql.table.format.log.format import BlockType, DeleteRecord, HeaderKey
+from hudisql.table.format.log.reader import decode_data_block, decode_delete_block, scan_log_file
+from hudisql.table.format.log.writer import LogFileWriter, encode_avro_data_block
+from hudisql.table.format.properties import TableProperties
+from hudisql.table.format.schema import META_COLUMNS, arrow_to_avro, with_meta_fields
+from hudisql.table.io.storage import Storage
+from hudisql.table.read.reconcile import BLOCK_ATTEMPT_STAT_KEY, record_committed_log_files
 from hudisql.table.table import HudiTable
-from hudisql.table.write_files import marker_path, write_base_file, write_log_file
+from hudisql.table.write.files import marker_path, write_base_file, write_log_file
 from hudisql.txn.writer import TIMELINE_FOLDERS, WriteClient, create_table
 from tests.fixtures import copy_table
 

@@ -27,12 +27,12 @@ import pytest
 from hudi import HudiTable as RsTable
 
 import hudisql
-from hudisql.table.filenames import BaseFileName, LogFileName
-from hudisql.table.log.format import ORDERING_TYPES, BlockType, DeleteRecord, HeaderKey
-from hudisql.table.log.reader import decode_delete_block, scan_log_file
-from hudisql.table.properties import parse_properties
-from hudisql.table.reconcile import BLOCK_ATTEMPT_STAT_KEY, COMMITTED_LOG_FILES_KEY
-from hudisql.table.storage import Storage
+from hudisql.table.format.filenames import BaseFileName, LogFileName
+from hudisql.table.format.log.format import ORDERING_TYPES, BlockType, DeleteRecord, HeaderKey
+from hudisql.table.format.log.reader import decode_delete_block, scan_log_file
+from hudisql.table.format.properties import parse_properties
+from hudisql.table.io.storage import Storage
+from hudisql.table.read.reconcile import BLOCK_ATTEMPT_STAT_KEY, COMMITTED_LOG_FILES_KEY
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient, create_table
 from tests.fixtures import copy_table, table_path

@@ -10,7 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
-from hudisql.table.storage import Storage
+from hudisql.table.io.storage import Storage
 from hudisql.txn.heartbeat import (
     HEARTBEAT_INTERVAL_MS,
     HEARTBEAT_TOLERABLE_MISSES,
@@ -84,7 +84,7 @@ def test_settings_from_hudi_options() -> None:
 
 _CHILD = """
 import sys
-from hudisql.table.storage import Storage
+from hudisql.table.io.storage import Storage
 from hudisql.txn.heartbeat import Heartbeat
 Heartbeat(Storage(sys.argv[1]), sys.argv[2], interval=3600).start()
 print("beating", flush=True)

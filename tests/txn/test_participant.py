@@ -14,8 +14,8 @@ import pytest
 
 import hudisql
 from hudisql.errors import LockError
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.instant import Action, Instant
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.instant import Action, Instant
 from hudisql.table.table import HudiTable
 from hudisql.txn.lock import lock_provider_for
 from hudisql.txn.participant import CommitParticipant

@@ -17,9 +17,9 @@ import pytest
 
 import hudisql
 from hudisql.errors import CommitConflictError
-from hudisql.table.instant import Action
+from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
-from hudisql.table.write_rollback import rollback_instant
+from hudisql.table.write.rollback import rollback_instant
 from hudisql.txn.transaction import Transaction
 from hudisql.txn.writer import WriteClient, create_table
 

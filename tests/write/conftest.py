@@ -12,7 +12,7 @@ import pytest
 import hudisql
 from hudisql.catalog import SqlCatalog
 from hudisql.session import HudiSession, HudiTableHandle
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 
 TRIP_SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()),
                          ("fare", pa.float64()), ("city", pa.string())])

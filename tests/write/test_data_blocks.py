@@ -18,12 +18,12 @@ import pytest
 
 from hudisql.errors import WriteError
 from hudisql.session import HudiSession, HudiTableHandle
-from hudisql.table.log.format import BlockType
-from hudisql.table.log.reader import scan_log_file
-from hudisql.table.small_files import SMALL_FILE_LIMIT
-from hudisql.table.storage import Storage
-from hudisql.table.write_create import create_table
-from hudisql.table.write_files import DATA_BLOCK_FORMAT
+from hudisql.table.format.log.format import BlockType
+from hudisql.table.format.log.reader import scan_log_file
+from hudisql.table.io.storage import Storage
+from hudisql.table.write.create import create_table
+from hudisql.table.write.files import DATA_BLOCK_FORMAT
+from hudisql.table.write.small_files import SMALL_FILE_LIMIT
 from tests.write.trips import check, frame
 
 pytestmark = pytest.mark.spark

@@ -15,8 +15,8 @@ from hudisql.catalog import SqlCatalog
 from hudisql.errors import WriteError
 from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table import HudiTable
-from hudisql.table.expressions import block_expressions
-from hudisql.table.log.reader import scan_log_file
+from hudisql.table.format.log.reader import scan_log_file
+from hudisql.table.read.expressions import block_expressions
 from hudisql.write.dml import DmlResult
 from tests.write.trips import Row, check, crash_when_written, frame, spark_rows
 

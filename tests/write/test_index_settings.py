@@ -9,7 +9,7 @@ import pytest
 
 from hudisql.errors import WriteError
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
+from hudisql.table.write.create import create_table
 from hudisql.write.index_settings import (
     BUCKET_HASH_FIELD,
     BUCKET_NUM,

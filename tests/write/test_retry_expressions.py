@@ -31,8 +31,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from hudisql.table.merge import read_file_slice
-from hudisql.table.reconcile import show_log_blocks
+from hudisql.table.read.merge import read_file_slice
+from hudisql.table.read.reconcile import show_log_blocks
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient, create_table
 from hudisql.write.pipeline import FAULT_AFTER_FILES

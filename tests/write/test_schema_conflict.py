@@ -22,8 +22,8 @@ import pyarrow as pa
 import pytest
 
 from hudisql.errors import ConcurrentSchemaEvolutionError
-from hudisql.table.commit_metadata import CommitMetadata
-from hudisql.table.schema import META_COLUMNS
+from hudisql.table.format.commit_metadata import CommitMetadata
+from hudisql.table.format.schema import META_COLUMNS
 from hudisql.table.table import HudiTable
 from hudisql.txn.schema_conflict import (
     ADDITIVE_RESOLUTION,

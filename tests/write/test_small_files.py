@@ -10,8 +10,8 @@ import pytest
 
 from hudisql.errors import WriteError
 from hudisql.session import HudiSession, HudiTableHandle
-from hudisql.table.fsview import FileSlice
-from hudisql.table.small_files import (
+from hudisql.table.format.fsview import FileSlice
+from hudisql.table.write.small_files import (
     MAX_FILE_SIZE,
     RECORD_SIZE_ESTIMATE,
     SMALL_FILE_LIMIT,

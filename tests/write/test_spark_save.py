@@ -14,7 +14,7 @@ import pytest
 
 from hudisql.errors import WriteError
 from hudisql.session import HudiSession
-from hudisql.table.filenames import BaseFileName
+from hudisql.table.format.filenames import BaseFileName
 from hudisql.table.table import HudiTable
 from hudisql.write.pipeline import FAULT_AFTER_FILES
 

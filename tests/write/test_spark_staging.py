@@ -12,7 +12,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from hudisql.errors import WriteError
 from hudisql.session import HudiSession, HudiTableHandle
-from hudisql.table.write_records import PARTITION_PATH, RECORD_KEY, partition_paths, record_keys
+from hudisql.table.write.records import PARTITION_PATH, RECORD_KEY, partition_paths, record_keys
 from hudisql.write.staging import stage_in_jvm
 
 pytestmark = pytest.mark.spark

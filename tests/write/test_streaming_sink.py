@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from hudisql.table.instant import WRITE_ACTIONS
+from hudisql.table.format.instant import WRITE_ACTIONS
 from hudisql.table.table import HudiTable
 from hudisql.txn.stream_checkpoint import SINK_CHECKPOINT_KEY
 from tests.fixtures import TEST_JVM_OPTS

@@ -30,8 +30,8 @@ from hudisql.metadata.build import build_partitions
 from hudisql.metadata.partitions import java_string_hash
 from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table.table import HudiTable
-from hudisql.table.write_create import create_table
-from hudisql.table.write_records import PARTITION_PATH, RECORD_KEY
+from hudisql.table.write.create import create_table
+from hudisql.table.write.records import PARTITION_PATH, RECORD_KEY
 from hudisql.write.index_settings import (
     BUCKET,
     BUCKET_HASH_FIELD,

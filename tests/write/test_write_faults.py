@@ -17,7 +17,7 @@ import pytest
 
 from hudisql.errors import CommitConflictError
 from hudisql.session import HudiSession, HudiTableHandle
-from hudisql.table.filenames import BaseFileName
+from hudisql.table.format.filenames import BaseFileName
 from hudisql.txn.heartbeat import HEARTBEAT_INTERVAL_MS
 from hudisql.write.pipeline import FAULT_AFTER_FILES, SparkWriter
 from tests.services.indexing import assert_exact

@@ -1,0 +1,505 @@
+"""The active timeline: every instant of a table, its state, and the metadata it carries.
+
+Loads timeline layout 1 (``.hoodie``, table version 6) and layout 2 (``.hoodie/timeline``,
+versions 8 and 9); writes layout 1 only. Each state change is a new file created with
+create-if-absent, so two writers can never both create one instant or one state of it.
+Archived instants (``.hoodie/archived``; ``hudisql.table.services.archive.ArchivedTimeline`` loads
+them on demand) are not loaded here: an instant older than the first active write instant
+counts as completed unless a rollback names it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+from collections.abc import Callable, Iterable, Iterator
+
+from hudisql.errors import (
+    CorruptTableError,
+    InstantExistsError,
+    InvalidInstantTransitionError,
+    UnsupportedTableVersionError,
+    WriteError,
+)
+from hudisql.table.format.commit_metadata import CommitMetadata, RollbackMetadata, RollbackPlan
+from hudisql.table.format.instant import (
+    WRITE_ACTIONS,
+    Action,
+    Instant,
+    State,
+    instant_file_name,
+    is_instant_time,
+    new_instant_time,
+    parse_instant_file_name,
+)
+from hudisql.table.format.properties import WRITE_VERSION, TableProperties
+from hudisql.table.io.storage import Storage
+
+#: Completed actions whose metadata records the table schema (compaction completes as commit).
+COMMIT_ACTIONS: frozenset[str] = frozenset(
+    {Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT}
+)
+
+# An instant time picked by create_requested can collide with another process's; retry.
+_MAX_TIME_ATTEMPTS = 5
+
+
+def _action_set(actions: Iterable[str] | None) -> frozenset[str] | None:
+    if actions is None:
+        return None
+    if isinstance(actions, str):
+        return frozenset({actions})
+    return frozenset(actions)
+
+
+class Timeline:
+    """A table's active timeline as loaded at one moment (``reload()`` for a fresh one).
+
+    ``instants`` holds one instant per instant time in its latest state; ``instant_files``
+    every state file of one instant time, with modification times. Writes through this
+    object (``create_requested``, ``transition_to_inflight``, ``complete``,
+    ``delete_pending``) are reflected in it; other writers' only after ``reload()``.
+    """
+
+    def __init__(self, storage: Storage, props: TableProperties, files: Iterable[Instant]) -> None:
+        self.storage = storage
+        self.props = props
+        self.layout = props.timeline_layout
+        self.timeline_dir = props.timeline_dir
+        self._lock = threading.RLock()
+        self._files: dict[str, dict[str, Instant]] = {}
+        for f in files:
+            self._files.setdefault(f.timestamp, {})[f.file_name] = f
+        self._instants: list[Instant] | None = None
+        self._by_time: dict[str, Instant] = {}
+        self._rolled_back: set[str] | None = None
+
+    @classmethod
+    def load(cls, storage: Storage, props: TableProperties) -> Timeline:
+        """The timeline of the table at ``storage`` (reads the folder listing only)."""
+        layout = props.timeline_layout
+        files = []
+        for info in storage.list_dir(props.timeline_dir):
+            if info.is_dir:
+                continue
+            instant = parse_instant_file_name(info.name, layout, info.mtime)
+            if instant is not None:
+                files.append(instant)
+        return cls(storage, props, files)
+
+    def reload(self) -> Timeline:
+        """A freshly loaded timeline of the same table."""
+        return Timeline.load(self.storage, self.props)
+
+    def __repr__(self) -> str:
+        return f"Timeline({self.storage.base_uri!r}, {len(self.instants)} instants)"
+
+    # -- the instants ------------------------------------------------------------------------
+
+    def _index(self) -> tuple[list[Instant], dict[str, Instant]]:
+        with self._lock:
+            if self._instants is None:
+                latest = [max(files.values()) for files in self._files.values() if files]
+                self._instants = sorted(latest)
+                self._by_time = {i.timestamp: i for i in self._instants}
+            return self._instants, self._by_time
+
+    @property
+    def instants(self) -> list[Instant]:
+        """One instant per instant time, in its latest state, sorted by time."""
+        return list(self._index()[0])
+
+    def __iter__(self) -> Iterator[Instant]:
+        return iter(self.instants)
+
+    def __len__(self) -> int:
+        return len(self.instants)
+
+    def get(self, timestamp: str) -> Instant | None:
+        """The instant at ``timestamp`` in its latest state, or None if not on the timeline."""
+        return self._index()[1].get(timestamp)
+
+    def instant_files(self, timestamp: str) -> list[Instant]:
+        """Every state file of the instant at ``timestamp``, requested first, with mtimes."""
+        with self._lock:
+            return sorted(self._files.get(timestamp, {}).values())
+
+    def completed(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        """The completed instants (of ``actions``, if given), oldest first."""
+        wanted = _action_set(actions)
+        return [
+            i
+            for i in self._index()[0]
+            if i.is_completed and (wanted is None or i.action in wanted)
+        ]
+
+    def pending(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        """The requested and inflight instants (of ``actions``, if given), oldest first."""
+        wanted = _action_set(actions)
+        return [
+            i
+            for i in self._index()[0]
+            if not i.is_completed and (wanted is None or i.action in wanted)
+        ]
+
+    def last_completed(self, actions: Iterable[str] | None = None) -> Instant | None:
+        """The latest completed instant (of ``actions``, if given), or None."""
+        done = self.completed(actions)
+        return done[-1] if done else None
+
+    def last_completed_without_holes(
+        self, actions: Iterable[str] | None = WRITE_ACTIONS
+    ) -> Instant | None:
+        """The last completed instant with no pending instant before it (RFC-45, case 5).
+
+        Looks at the write timeline by default, as RFC-45's indexer does (in
+        ``DC1 DC2 DC3 CLEAN4(inflight) DC5 DC6 COMPACT7(requested) DC8`` it is DC6);
+        ``actions=None`` considers every action (there: DC3). Returns None when the first
+        such instant is pending or there is none.
+        """
+        wanted = _action_set(actions)
+        last = None
+        for instant in self._index()[0]:
+            if wanted is not None and instant.action not in wanted:
+                continue
+            if not instant.is_completed:
+                break
+            last = instant
+        return last
+
+    @property
+    def start_timestamp(self) -> str | None:
+        """The instant time of the first active instant, or None for an empty timeline."""
+        instants = self._index()[0]
+        return instants[0].timestamp if instants else None
+
+    @property
+    def archive_boundary(self) -> str | None:
+        """The instant time of the first active write instant (any state): archival moves
+        only completed writes (and the cleans and rollbacks among them) out, so every write
+        instant older than this one was archived. Savepoints, indexing and restores stay
+        active, so they do not count."""
+        for instant in self._index()[0]:
+            if instant.action in WRITE_ACTIONS or instant.action in COMMIT_ACTIONS:
+                return instant.timestamp
+        return None
+
+    def is_completed(self, timestamp: str) -> bool:
+        """True when the instant at ``timestamp`` completed.
+
+        An instant time not on the active timeline but older than its first write instant
+        was archived, and counts as completed unless a completed rollback names it.
+        """
+        instant = self.get(timestamp)
+        if instant is not None:
+            return instant.is_completed
+        start = self.archive_boundary
+        return start is not None and timestamp < start and (
+            timestamp not in self._rolled_back_set()
+        )
+
+    def rolled_back_instants(self) -> set[str]:
+        """The instant times that completed rollbacks name as undone.
+
+        Raises:
+            CorruptTableError: a rollback's metadata is malformed (names the instant).
+        """
+        return set(self._rolled_back_set())
+
+    def _rolled_back_set(self) -> set[str]:
+        with self._lock:
+            if self._rolled_back is None:
+                undone: set[str] = set()
+                for rollback in self.completed([Action.ROLLBACK]):
+                    data = self.read_content(rollback)
+                    undone |= RollbackMetadata.parse(data, self._label(rollback)).rolled_back()
+                self._rolled_back = undone
+            return self._rolled_back
+
+    # -- contents ----------------------------------------------------------------------------
+
+    def _resolve(self, instant: Instant | str) -> Instant:
+        if isinstance(instant, Instant):
+            return instant
+        found = self.get(instant)
+        if found is None:
+            raise CorruptTableError(
+                f"no instant {instant} on the timeline of table {self.storage.base_uri}; it "
+                "was archived or rolled back, or never existed: reload the timeline"
+            )
+        return found
+
+    def _label(self, instant: Instant) -> str:
+        return f"{instant.file_name} of table {self.storage.base_uri}"
+
+    def _path(self, file_name: str) -> str:
+        return posixpath.join(self.timeline_dir, file_name)
+
+    def read_content(self, instant: Instant | str) -> bytes:
+        """The bytes of ``instant``'s file (for a time: of its latest state).
+
+        Raises:
+            CorruptTableError: the file is gone (archived or rolled back since loading).
+        """
+        instant = self._resolve(instant)
+        try:
+            return self.storage.read_bytes(self._path(instant.file_name))
+        except FileNotFoundError:
+            raise CorruptTableError(
+                f"instant file {self._label(instant)} is gone: it was archived or rolled back "
+                "since the timeline was loaded; reload the timeline and retry"
+            ) from None
+
+    def commit_metadata(self, instant: Instant | str) -> CommitMetadata:
+        """The commit metadata of ``instant`` (a pending one's is the planned write profile).
+
+        Raises:
+            CorruptTableError: the file is malformed (names the instant and table).
+        """
+        instant = self._resolve(instant)
+        return CommitMetadata.parse(self.read_content(instant), self._label(instant))
+
+    def rollback_plan(self, timestamp: str) -> RollbackPlan:
+        """The plan of the rollback at ``timestamp`` (its ``.rollback.requested`` file).
+
+        Raises:
+            CorruptTableError: no such plan, or a malformed one.
+        """
+        for f in self.instant_files(timestamp):
+            if f.action == Action.ROLLBACK and f.is_requested:
+                return RollbackPlan.parse(self.read_content(f), self._label(f))
+        raise CorruptTableError(
+            f"no rollback plan {timestamp}.rollback.requested on the timeline of table "
+            f"{self.storage.base_uri}; reload the timeline"
+        )
+
+    def rollback_metadata(self, instant: Instant | str) -> RollbackMetadata:
+        """The metadata of a completed rollback.
+
+        Raises:
+            CorruptTableError: the file is malformed (names the instant and table).
+        """
+        instant = self._resolve(instant)
+        return RollbackMetadata.parse(self.read_content(instant), self._label(instant))
+
+    def latest_schema(self) -> str | None:
+        """The table schema (Avro JSON) recorded by the latest completed commit that has one."""
+        for instant in reversed(self.completed(COMMIT_ACTIONS)):
+            schema = self.commit_metadata(instant).schema
+            if schema:
+                return schema
+        return None
+
+    # -- writes (layout 1) -------------------------------------------------------------------
+
+    def _require_writable(self) -> None:
+        if self.props.version != WRITE_VERSION or self.layout != 1:
+            raise UnsupportedTableVersionError(
+                f"table {self.storage.base_uri} is version {self.props.version} (timeline "
+                f"layout {self.layout}); hudisql writes only version {WRITE_VERSION} tables: "
+                "write to it with Apache Hudi 1.x"
+            )
+
+    def _check_action(self, action: str) -> str:
+        if action not in {a.value for a in Action}:
+            raise WriteError(
+                f"{action!r} is not a timeline action (table {self.storage.base_uri}); use one "
+                f"of {', '.join(a.value for a in Action)}"
+            )
+        return str(action)
+
+    def _create(self, instant: Instant, content: bytes) -> Instant:
+        try:
+            self.storage.create_if_absent(self._path(instant.file_name), content)
+        except FileExistsError:
+            raise InstantExistsError(
+                f"instant file {self._label(instant)} already exists: another writer created "
+                "it first; reload the timeline and start a new instant"
+            ) from None
+        with self._lock:
+            self._files.setdefault(instant.timestamp, {})[instant.file_name] = instant
+            self._instants = None
+            self._rolled_back = None
+        return instant
+
+    def _on_disk(self, timestamp: str, action: str, state: State) -> bool:
+        return self.storage.exists(self._path(instant_file_name(timestamp, action, state)))
+
+    def _times_on_disk(self) -> set[str]:
+        return {
+            f.name.split(".", 1)[0]
+            for f in self.storage.list_dir(self.timeline_dir)
+            if f.name[:1].isdigit()
+        }
+
+    def create_requested(
+        self, action: str, timestamp: str | None = None, content: bytes = b"",
+        reserve: Callable[[str], None] | None = None,
+    ) -> Instant:
+        """Create ``<ts>.<action>.requested`` holding ``content``; returns the instant.
+
+        Without ``timestamp`` a new instant time is taken, later than every instant on the
+        timeline (retried if another writer takes the same time meanwhile). ``reserve(ts)``
+        is called with each time tried, before its file exists: a writer starts the
+        instant's heartbeat there, so no other writer ever sees the instant without one.
+
+        Raises:
+            InstantExistsError: an instant at ``timestamp`` exists already.
+            InvalidInstantTransitionError: ``action`` has no requested state (savepoint).
+            WriteError: an unknown action or a malformed ``timestamp``.
+            UnsupportedTableVersionError: the table is not version 6.
+        """
+        self._require_writable()
+        action = self._check_action(action)
+        if action == Action.SAVEPOINT:
+            raise InvalidInstantTransitionError(
+                f"savepoints on table {self.storage.base_uri} have no requested state: "
+                "use create_inflight"
+            )
+        return self._create_new(action, State.REQUESTED, timestamp, content, reserve)
+
+    def create_inflight(
+        self, action: str, timestamp: str | None = None, content: bytes = b""
+    ) -> Instant:
+        """Create a savepoint directly inflight (``<ts>.savepoint.inflight``), as Hudi does.
+
+        Raises:
+            InvalidInstantTransitionError: any other action (those start requested).
+            InstantExistsError, WriteError, UnsupportedTableVersionError: as create_requested.
+        """
+        self._require_writable()
+        action = self._check_action(action)
+        if action != Action.SAVEPOINT:
+            raise InvalidInstantTransitionError(
+                f"a {action} on table {self.storage.base_uri} starts requested: use "
+                "create_requested, then transition_to_inflight"
+            )
+        return self._create_new(action, State.INFLIGHT, timestamp, content)
+
+    def _create_new(
+        self, action: str, state: State, timestamp: str | None, content: bytes,
+        reserve: Callable[[str], None] | None = None,
+    ) -> Instant:
+        if timestamp is not None:
+            if not is_instant_time(timestamp):
+                raise WriteError(
+                    f"{timestamp!r} is not an instant time (yyyyMMddHHmmssSSS) for table "
+                    f"{self.storage.base_uri}"
+                )
+            if timestamp in self._times_on_disk():
+                raise InstantExistsError(
+                    f"an instant at {timestamp} already exists on the timeline of table "
+                    f"{self.storage.base_uri}; pick a new instant time"
+                )
+            if reserve is not None:
+                reserve(timestamp)
+            return self._create(Instant(timestamp, action, state), content)
+        after = max(self._times_on_disk(), default=None)
+        for _ in range(_MAX_TIME_ATTEMPTS):
+            ts = new_instant_time(after=after)
+            if reserve is not None:
+                reserve(ts)
+            try:
+                return self._create(Instant(ts, action, state), content)
+            except InstantExistsError:
+                after = ts
+        raise InstantExistsError(
+            f"could not find a free instant time on table {self.storage.base_uri} after "
+            f"{_MAX_TIME_ATTEMPTS} attempts: too many concurrent writers; retry"
+        )
+
+    def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        """Move a requested instant inflight (create its inflight file); returns it.
+
+        Raises:
+            InvalidInstantTransitionError: ``instant`` is not requested, or its requested
+                file is gone, or it completed already.
+            InstantExistsError: another writer moved it inflight first.
+        """
+        self._require_writable()
+        if not instant.is_requested:
+            raise InvalidInstantTransitionError(
+                f"{instant} on table {self.storage.base_uri} is not requested: only a "
+                "requested instant goes inflight"
+            )
+        ts, action = instant.timestamp, instant.action
+        if not self._on_disk(ts, action, State.REQUESTED):
+            raise InvalidInstantTransitionError(
+                f"{instant.file_name} is not on the timeline of table {self.storage.base_uri} "
+                "(rolled back?): reload the timeline and start a new instant"
+            )
+        if self._on_disk(ts, action, State.COMPLETED):
+            raise InvalidInstantTransitionError(
+                f"{ts}.{action} on table {self.storage.base_uri} completed already"
+            )
+        return self._create(instant.with_state(State.INFLIGHT), content)
+
+    def complete(self, instant: Instant, content: bytes) -> Instant:
+        """Complete an inflight instant: create its completed file with ``content``.
+
+        Raises:
+            InvalidInstantTransitionError: ``instant`` is not inflight, or its inflight file
+                is gone (rolled back).
+            InstantExistsError: it is completed already (another writer was first).
+        """
+        self._require_writable()
+        if not instant.is_inflight:
+            raise InvalidInstantTransitionError(
+                f"{instant} on table {self.storage.base_uri} is not inflight: an instant "
+                "completes only from inflight"
+            )
+        if not self._on_disk(instant.timestamp, instant.action, State.INFLIGHT):
+            raise InvalidInstantTransitionError(
+                f"{instant.file_name} is not on the timeline of table {self.storage.base_uri} "
+                "(rolled back?): its writes must not be completed; start a new instant"
+            )
+        return self._create(instant.with_state(State.COMPLETED), content)
+
+    def delete_rolled_back(self, instant: Instant) -> None:
+        """Delete every state file of a completed instant that a completed rollback voided.
+
+        The completed file goes first: readers already ignore the instant (a completed
+        rollback names it), and a crash in between leaves files a re-run removes.
+
+        Raises:
+            InvalidInstantTransitionError: no completed rollback names the instant.
+        """
+        self._require_writable()
+        ts, action = instant.timestamp, instant.action
+        if ts not in self.rolled_back_instants():
+            raise InvalidInstantTransitionError(
+                f"{ts}.{action} on table {self.storage.base_uri} is not rolled back by a "
+                "completed rollback: roll it back first"
+            )
+        self._delete_states(ts, action, [State.COMPLETED, State.INFLIGHT, State.REQUESTED])
+
+    def delete_pending(self, instant: Instant, keep_requested: bool = False) -> None:
+        """Delete a pending instant's inflight and (unless ``keep_requested``) requested file.
+
+        The inflight file goes first, so a crash in between leaves a requested instant
+        that a later rollback finds again.
+
+        Raises:
+            InvalidInstantTransitionError: the instant completed (roll it back instead).
+        """
+        self._require_writable()
+        ts, action = instant.timestamp, instant.action
+        if instant.is_completed or self._on_disk(ts, action, State.COMPLETED):
+            raise InvalidInstantTransitionError(
+                f"{ts}.{action} on table {self.storage.base_uri} is completed: roll it back "
+                "instead of deleting its files"
+            )
+        states = [State.INFLIGHT] if keep_requested else [State.INFLIGHT, State.REQUESTED]
+        self._delete_states(ts, action, states)
+
+    def _delete_states(self, ts: str, action: str, states: list[State]) -> None:
+        """Delete the instant's files of ``states``, in that order, from disk and this view."""
+        for state in states:
+            name = instant_file_name(ts, action, state)
+            self.storage.delete(self._path(name))
+            with self._lock:
+                files = self._files.get(ts, {})
+                files.pop(name, None)
+                if not files:
+                    self._files.pop(ts, None)
+                self._instants = None
