@@ -5,6 +5,7 @@ parse error with its position."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -31,7 +32,8 @@ def test_psql(served: Served) -> None:
          "hudisql", "-v", "ON_ERROR_STOP=0", "-f", "-"],
         input=script, capture_output=True, text=True, env=env, timeout=300, check=False)
     out, err = done.stdout, done.stderr
-    assert "| trips | table |" in out
+    # Other tests of this process may have left tables in default: the columns widen.
+    assert re.search(r"\|\s*trips\s*\|\s*table\s*\|", out), out
     assert " b    | 27.7\n c    |   33" in out
     assert "CREATE INDEX" in out
     assert "deltacommit" in out or "commit" in out
