@@ -25,13 +25,13 @@ from pathlib import Path
 import pytest
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-PORT = _free_port()
+PORT = free_port()
 ENDPOINT = f"http://127.0.0.1:{PORT}"
 ACCESS_KEY = "hudisqltestaccesskey"
 #: Distinctive, so that a test can grep every log, error and file for it.

@@ -1,14 +1,21 @@
 """The commit protocol on S3 (moto's server), without Spark: instant files are created by
 conditional PUTs, never by rename; the file lock refuses object-store tables; two writers
-with the catalog's lock both commit; bad locations are refused before anything is written.
+with the catalog's lock both commit; bad locations and wrong credentials are refused
+before anything is written.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import threading
+import time
+import urllib.request
 from pathlib import Path
 
+import boto3
 import pyarrow as pa
 import pytest
 
@@ -21,7 +28,7 @@ from hudisql.table.io.storage_env import apply_hadoop_options
 from hudisql.table.table import HudiTable
 from hudisql.txn.lock import LOCK_PROVIDER, FileLockProvider
 from hudisql.txn.writer import WriteClient, create_table
-from tests.objectstore.conftest import S3Server, new_bucket
+from tests.objectstore.conftest import REGION, SECRET, S3Server, free_port, new_bucket
 
 SCHEMA = pa.schema([("id", pa.string()), ("v", pa.int64()), ("part", pa.string())])
 
@@ -146,3 +153,43 @@ def test_hadoop_s3a_options_become_the_environment(monkeypatch: pytest.MonkeyPat
     with pytest.raises(StorageLocationError, match="AWS_ACCESS_KEY_ID") as info:
         apply_hadoop_options({"spark.hadoop.fs.s3a.access.key": "OTHER"})
     assert "OTHER" not in str(info.value) and "AK" not in str(info.value)
+
+
+def test_wrong_credentials_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    """A second moto server that checks credentials (its first request, the bucket's
+    creation, is let through): the suite's keys are unknown to it, so a table there is
+    refused by name, with what to set, and the bucket stays empty."""
+    port = free_port()
+    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "1"}
+    with open(tmp_path / "moto.log", "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        endpoint = f"http://127.0.0.1:{port}"
+        _wait_for(endpoint, proc)
+        boto3.client("s3", endpoint_url=endpoint, region_name=REGION).create_bucket(
+            Bucket="guarded")
+        location = f"s3://guarded/t?endpoint_override=127.0.0.1:{port}&scheme=http"
+        with pytest.raises(StorageLocationError, match="cannot be reached") as info:
+            create_table(location, "t", SCHEMA, ["id"], [])
+        assert "s3://guarded/t" in str(info.value) and "AWS_ACCESS_KEY_ID" in str(info.value)
+        assert SECRET not in str(info.value)
+        with urllib.request.urlopen(f"{endpoint}/moto-api/data.json", timeout=10) as reply:
+            state = json.load(reply)["s3"]
+        assert [b["keys"] for b in state["FakeBucket"]] == [{}]
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def _wait_for(endpoint: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("moto server did not start") from None
+            time.sleep(0.1)
