@@ -79,32 +79,44 @@ class S3Server:
         return [o["Key"] for page in pages for o in page.get("Contents", [])]
 
 
+def start_moto(port: int, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """moto's S3 server on 127.0.0.1:``port``, its output in ``log``, once it answers."""
+    endpoint = f"http://127.0.0.1:{port}"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out, stderr=subprocess.STDOUT, env=env)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2).close()
+            return proc
+        except (urllib.error.URLError, ConnectionError, OSError):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop_moto(proc)
+                raise RuntimeError(f"moto server did not start: {log.read_text()}") from None
+            time.sleep(0.1)
+
+
+def stop_moto(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server :func:`start_moto` started."""
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(20)
+
+
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """moto's S3 server in a subprocess on 127.0.0.1, for the whole test process."""
     log = tmp_path_factory.mktemp("moto") / "requests.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(PORT)],
-            stdout=out, stderr=subprocess.STDOUT)
+    proc = start_moto(PORT, log)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{ENDPOINT}/moto-api/", timeout=2).close()
-                break
-            except (urllib.error.URLError, ConnectionError, OSError):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto server did not start: {log.read_text()}") from None
-                time.sleep(0.1)
         yield S3Server(ENDPOINT, log)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(20)
+        stop_moto(proc)
 
 
 def new_bucket(server: S3Server, stem: str) -> str:

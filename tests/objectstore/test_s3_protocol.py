@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
@@ -28,7 +25,15 @@ from hudisql.table.io.storage_env import apply_hadoop_options
 from hudisql.table.table import HudiTable
 from hudisql.txn.lock import LOCK_PROVIDER, FileLockProvider
 from hudisql.txn.writer import WriteClient, create_table
-from tests.objectstore.conftest import REGION, SECRET, S3Server, free_port, new_bucket
+from tests.objectstore.conftest import (
+    REGION,
+    SECRET,
+    S3Server,
+    free_port,
+    new_bucket,
+    start_moto,
+    stop_moto,
+)
 
 SCHEMA = pa.schema([("id", pa.string()), ("v", pa.int64()), ("part", pa.string())])
 
@@ -161,13 +166,9 @@ def test_wrong_credentials_are_refused_before_anything_is_written(tmp_path: Path
     refused by name, with what to set, and the bucket stays empty."""
     port = free_port()
     env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "1"}
-    with open(tmp_path / "moto.log", "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, env=env)
+    proc = start_moto(port, tmp_path / "moto.log", env)
     try:
         endpoint = f"http://127.0.0.1:{port}"
-        _wait_for(endpoint, proc)
         boto3.client("s3", endpoint_url=endpoint, region_name=REGION).create_bucket(
             Bucket="guarded")
         location = f"s3://guarded/t?endpoint_override=127.0.0.1:{port}&scheme=http"
@@ -179,17 +180,5 @@ def test_wrong_credentials_are_refused_before_anything_is_written(tmp_path: Path
             state = json.load(reply)["s3"]
         assert [b["keys"] for b in state["FakeBucket"]] == [{}]
     finally:
-        proc.terminate()
-        proc.wait(20)
+        stop_moto(proc)
 
-
-def _wait_for(endpoint: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2).close()
-            return
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("moto server did not start") from None
-            time.sleep(0.1)
