@@ -229,7 +229,8 @@ def save(df: DataFrame, request: SaveRequest,
     return SparkWriter(spark, request.path, options).write(df, operation)
 
 
-def _text(value: Any) -> str:
+def option_text(value: Any) -> str:
+    """An option value as Spark's writers record it (booleans in lower case)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -268,6 +269,33 @@ def _frame_of(writer: Any) -> Any:
     return ConnectFrame(frame, writer._spark)
 
 
+def recording_methods(original: dict[str, Any], state: Callable[[Any], dict[str, Any]],
+                      ) -> dict[str, Callable[..., Any]]:
+    """``format``, ``option``, ``options`` and ``partitionBy`` for a patched writer class
+    (batch or streaming): each records its arguments in the writer's hudisql ``state``, then
+    calls Spark's own method from ``original``, so a write to another format is unchanged."""
+
+    def format_(self: Any, source: str) -> Any:
+        state(self)["format"] = source
+        return original["format"](self, source)
+
+    def option_(self: Any, key: str, value: Any) -> Any:
+        state(self)["options"][key] = option_text(value)
+        return original["option"](self, key, value)
+
+    def options_(self: Any, **options: Any) -> Any:
+        state(self)["options"].update({k: option_text(v) for k, v in options.items()})
+        return original["options"](self, **options)
+
+    def partition_by_(self: Any, *cols: Any) -> Any:
+        names = cols[0] if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else cols
+        state(self)["partition_by"] = tuple(str(c) for c in names)
+        return original["partitionBy"](self, *cols)
+
+    return {"format": format_, "option": option_, "options": options_,
+            "partitionBy": partition_by_}
+
+
 def _route_saves(writer_class: Any) -> None:
     """Patch one ``DataFrameWriter`` class (see :func:`install`; once per class)."""
     if getattr(writer_class, "_hudisql_installed", False):
@@ -282,28 +310,11 @@ def _route_saves(writer_class: Any) -> None:
         found: dict[str, Any] = writer._hudisql_state
         return found
 
-    def format_(self: Any, source: str) -> Any:
-        state(self)["format"] = source
-        return original["format"](self, source)
-
     def mode_(self: Any, saveMode: str | None) -> Any:
         if saveMode is not None:
             mode = str(saveMode).lower()
             state(self)["mode"] = _MODE_ALIASES.get(mode, mode)
         return original["mode"](self, saveMode)
-
-    def option_(self: Any, key: str, value: Any) -> Any:
-        state(self)["options"][key] = _text(value)
-        return original["option"](self, key, value)
-
-    def options_(self: Any, **options: Any) -> Any:
-        state(self)["options"].update({k: _text(v) for k, v in options.items()})
-        return original["options"](self, **options)
-
-    def partition_by_(self: Any, *cols: Any) -> Any:
-        names = cols[0] if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else cols
-        state(self)["partition_by"] = tuple(str(c) for c in names)
-        return original["partitionBy"](self, *cols)
 
     def save_(self: Any, path: str | None = None, format: str | None = None,
               mode: str | None = None, partitionBy: Any = None,
@@ -325,8 +336,7 @@ def _route_saves(writer_class: Any) -> None:
                               current["partition_by"])
         save(_frame_of(self), request, _committer_lookup)
 
-    patched = {"format": format_, "mode": mode_, "option": option_, "options": options_,
-               "partitionBy": partition_by_, "save": save_}
+    patched = {**recording_methods(original, state), "mode": mode_, "save": save_}
     for name, method in patched.items():
         setattr(writer_class, name, method)
     writer_class._hudisql_installed = True

@@ -49,7 +49,13 @@ from hudisql.txn.stream_checkpoint import (
     check_batch,
     identifier_of,
 )
-from hudisql.write.dataframe_writer import OPERATION, CommitterLookup, SaveRequest, save
+from hudisql.write.dataframe_writer import (
+    OPERATION,
+    CommitterLookup,
+    SaveRequest,
+    recording_methods,
+    save,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -264,12 +270,6 @@ def install(binder: StreamBinder, connect: bool = False) -> None:
         _route_streams(ConnectWriter)
 
 
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def _route_streams(writer_class: Any) -> None:
     """Patch one ``DataStreamWriter`` class (see :func:`install`; once per class)."""
     if getattr(writer_class, "_hudisql_installed", False):
@@ -283,23 +283,6 @@ def _route_streams(writer_class: Any) -> None:
                                      "mode": "append"}
         found: dict[str, Any] = writer._hudisql_state
         return found
-
-    def format_(self: Any, source: str) -> Any:
-        state(self)["format"] = source
-        return original["format"](self, source)
-
-    def option_(self: Any, key: str, value: Any) -> Any:
-        state(self)["options"][key] = _text(value)
-        return original["option"](self, key, value)
-
-    def options_(self: Any, **options: Any) -> Any:
-        state(self)["options"].update({k: _text(v) for k, v in options.items()})
-        return original["options"](self, **options)
-
-    def partition_by_(self: Any, *cols: Any) -> Any:
-        names = cols[0] if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else cols
-        state(self)["partition_by"] = tuple(str(c) for c in names)
-        return original["partitionBy"](self, *cols)
 
     def output_mode_(self: Any, outputMode: str) -> Any:
         state(self)["mode"] = str(outputMode).strip().lower()
@@ -350,8 +333,7 @@ def _route_streams(writer_class: Any) -> None:
                                        queryName, **options)
         return route(self, None, tableName)
 
-    patched = {"format": format_, "option": option_, "options": options_,
-               "partitionBy": partition_by_, "outputMode": output_mode_, "start": start_,
+    patched = {**recording_methods(original, state), "outputMode": output_mode_, "start": start_,
                "toTable": to_table_}
     for name, method in patched.items():
         setattr(writer_class, name, method)
