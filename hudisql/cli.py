@@ -52,14 +52,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--warehouse", help="the directory of managed tables")
     parser.add_argument("--catalog", help="catalog URL (sqlite:///..., postgresql://...) or name")
     args = parser.parse_args(argv)
+    args.conf = conf_settings(parser, args.conf)
+    return args
+
+
+def conf_settings(parser: argparse.ArgumentParser, items: Sequence[str]) -> dict[str, str]:
+    """The ``--conf KEY=VALUE`` items as settings; a malformed one is the parser's error
+    (it exits with the usage)."""
     conf = {}
-    for item in args.conf:
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             parser.error(f"--conf {item!r} is not KEY=VALUE")
         conf[key.strip()] = value
-    args.conf = conf
-    return args
+    return conf
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -42,13 +42,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--role", choices=["readwrite", "readonly"], default="readwrite",
                         help="the role of --add-user's user")
     args = parser.parse_args(argv)
-    conf = {}
-    for item in args.conf:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            parser.error(f"--conf {item!r} is not KEY=VALUE")
-        conf[key.strip()] = value
-    args.conf = conf
+    from hudisql.cli import conf_settings
+
+    args.conf = conf_settings(parser, args.conf)
     if args.add_user and not args.users:
         parser.error("--add-user needs --users FILE")
     if bool(args.tls_cert) != bool(args.tls_key):

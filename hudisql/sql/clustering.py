@@ -5,12 +5,12 @@ the ``run_clustering`` / ``show_clustering`` procedures. Each calls the table's
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from hudisql.parser.clustering import RunClustering, ShowClustering
 from hudisql.parser.commands import Command
 from hudisql.sql.frames import rows_frame
+from hudisql.sql.services import maintenance
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -23,24 +23,6 @@ __all__ = ["CLUSTERING_COLUMNS", "EXECUTORS", "run_clustering", "show_clustering
 #: Hudi's ``run_clustering`` / ``show_clustering`` result columns.
 CLUSTERING_COLUMNS = (("timestamp", "STRING"), ("input_group_size", "INT"), ("state", "STRING"),
                       ("involved_partitions", "STRING"))
-
-
-def _maintenance(ctx: StatementContext, command: RunClustering | ShowClustering) -> Maintenance:
-    from hudisql.services.maintenance import Maintenance, metadata_participants
-    from hudisql.services.runner import SparkRunner
-
-    bracket: Callable[[], AbstractContextManager[object]] = nullcontext
-    if command.table is not None:
-        entry = ctx.require(command.table, "CLUSTERING")
-        path = entry.location
-        if entry.managed:
-            def bracket() -> AbstractContextManager[object]:
-                return ctx.catalog.write_transaction(entry.name)
-    else:
-        assert command.path is not None
-        path = command.path
-    return Maintenance(path, ctx.session.write_options(path), SparkRunner(ctx.spark),
-                       bracket=bracket, participants=metadata_participants)
 
 
 def _row(found: dict[str, object], partitions: bool) -> tuple[object, ...]:
@@ -60,7 +42,7 @@ def run_clustering(ctx: StatementContext, command: RunClustering) -> DataFrame:
     or completed."""
     from hudisql.services.clustering import partitions_matching
 
-    facade = _maintenance(ctx, command)
+    facade = maintenance(ctx, command, "CLUSTERING")
     options = dict(command.options)
     if command.predicate is not None:
         options.update(partitions_matching(facade.open_table(), command.predicate))
@@ -81,7 +63,7 @@ def run_clustering(ctx: StatementContext, command: RunClustering) -> DataFrame:
 
 def show_clustering(ctx: StatementContext, command: ShowClustering) -> DataFrame:
     """SHOW CLUSTERING, CALL show_clustering."""
-    shown = _maintenance(ctx, command).show_clustering(command.limit)
+    shown = maintenance(ctx, command, "CLUSTERING").show_clustering(command.limit)
     return rows_frame(ctx.spark, [_row(r, command.show_partitions) for r in shown.to_pylist()],
                       CLUSTERING_COLUMNS)
 

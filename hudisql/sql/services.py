@@ -9,6 +9,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
+from hudisql.parser.clustering import RunClustering, ShowClustering
 from hudisql.parser.services import ShowTableService, TableService
 from hudisql.sql.frames import rows_frame
 
@@ -27,14 +28,17 @@ CLEAN_COLUMNS = (("start_clean_time", "STRING"), ("time_taken_in_millis", "BIGIN
 _NAMES = {"compaction": "COMPACTION", "log_compaction": "LOG COMPACTION", "clean": "CLEAN"}
 
 
-def maintenance(ctx: StatementContext, command: TableService | ShowTableService) -> Maintenance:
-    """The facade over the statement's table (by name, in a catalog write id when managed)."""
+def maintenance(ctx: StatementContext,
+                command: TableService | ShowTableService | RunClustering | ShowClustering,
+                statement: str | None = None) -> Maintenance:
+    """The facade over the statement's table (by name, in a catalog write id when managed);
+    ``statement`` names the service in errors (default: the command's own service)."""
     from hudisql.services.maintenance import Maintenance, metadata_participants
     from hudisql.services.runner import SparkRunner
 
     bracket: Callable[[], AbstractContextManager[object]] = nullcontext
     if command.table is not None:
-        entry = ctx.require(command.table, f"{_NAMES[command.service]}")
+        entry = ctx.require(command.table, statement or _NAMES[getattr(command, "service", "")])
         path = entry.location
         if entry.managed:
             def bracket() -> AbstractContextManager[object]:
