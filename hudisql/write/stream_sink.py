@@ -67,6 +67,11 @@ _LOG = logging.getLogger(__name__)
 RETRY_COUNT = "hoodie.datasource.write.streaming.retry.count"
 RETRY_INTERVAL_MS = "hoodie.datasource.write.streaming.retry.interval.ms"
 IGNORE_FAILED_BATCH = "hoodie.datasource.write.streaming.ignore.failed.batch"
+#: Hudi's asynchronous compaction of a streamed merge-on-read table. hudisql has none: asked
+#: for, it compacts inline after the batch that makes a compaction due
+#: (``hoodie.compact.inline.max.delta.commits``), stalling that batch only, and says so.
+ASYNC_COMPACTION = "hoodie.datasource.compaction.async.enable"
+COMPACT_INLINE = "hoodie.compact.inline"
 OUTPUT_MODES = ("append", "complete", "update")
 #: Fault injection for tests: after committing the batch of this id, the sink fails (as a
 #: driver dying between the table's commit and Spark's commit marker would).
@@ -148,6 +153,24 @@ class HudiStreamSink:
                              f"{operation!r} contradicts: drop the option or use output mode "
                              "append")
         self.identifier = identifier_of(options)
+        self.compact_inline = self._async_compaction(options, label)
+
+    @staticmethod
+    def _async_compaction(options: dict[str, str], label: str) -> bool:
+        """True when the query asked for Hudi's asynchronous compaction, which hudisql
+        carries out inline after the batch that makes it due (a warning says so)."""
+        asked = str(options.get(ASYNC_COMPACTION, "false")).strip().lower()
+        if asked not in ("true", "false"):
+            raise WriteError(f"writeStream.format('hudi') to {label}: option "
+                             f"{ASYNC_COMPACTION}={asked!r} is not true or false")
+        if asked == "false" or COMPACT_INLINE in options:
+            return False
+        _LOG.warning(
+            "writeStream.format('hudi') to %s: %s=true: hudisql has no asynchronous "
+            "compaction; it compacts inline after the batch that makes a compaction due "
+            "(hoodie.compact.inline.max.delta.commits), which stalls that batch only",
+            label, ASYNC_COMPACTION)
+        return True
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -164,6 +187,8 @@ class HudiStreamSink:
 
     def _request(self, batch_id: int) -> SaveRequest:
         options = {**self.target.options, BATCH_ID: str(batch_id)}
+        if self.compact_inline:
+            options[COMPACT_INLINE] = "true"
         mode = "append"
         if self.target.output_mode == "complete":
             mode = "overwrite"
