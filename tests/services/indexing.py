@@ -37,3 +37,14 @@ def assert_exact(path: str) -> None:
     """The metadata table's built partitions equal a recomputation from the data table."""
     result = validate_metadata_table(HudiTable.open(path))
     assert result.ok, str(result)
+
+
+#: Upserts of the trips rows whose metadata table compacts (every 3 deltacommits) and
+#: log-compacts (every 2 blocks) itself, so a few writes exercise both.
+SELF_SERVICE_OPTIONS = {"hoodie.datasource.write.recordkey.field": "uuid",
+                        "hoodie.datasource.write.precombine.field": "ts",
+                        "hoodie.datasource.write.partitionpath.field": "city",
+                        "hoodie.datasource.write.operation": "upsert",
+                        "hoodie.metadata.compact.max.delta.commits": "3",
+                        "hoodie.metadata.log.compaction.enable": "true",
+                        "hoodie.metadata.log.compaction.blocks.threshold": "2"}

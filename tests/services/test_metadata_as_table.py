@@ -15,17 +15,11 @@ from hudisql.metadata.table import MetadataTable
 from hudisql.session import HudiSession
 from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
-from tests.services.indexing import trips
+from tests.services.indexing import SELF_SERVICE_OPTIONS, trips
 
 pytestmark = [pytest.mark.slow]
 
-OPTIONS = {"hoodie.datasource.write.recordkey.field": "uuid",
-           "hoodie.datasource.write.precombine.field": "ts",
-           "hoodie.datasource.write.partitionpath.field": "city",
-           "hoodie.datasource.write.operation": "upsert",
-           "hoodie.metadata.compact.max.delta.commits": "3",
-           "hoodie.metadata.log.compaction.enable": "true",
-           "hoodie.metadata.log.compaction.blocks.threshold": "2"}
+OPTIONS = SELF_SERVICE_OPTIONS
 
 #: Record type of each partition: files (2, and 1 for the partition list), column_stats,
 #: bloom_filters, record_index, partition_stats, secondary index.

@@ -11,16 +11,10 @@ from hudisql.metadata.table import MetadataTable
 from hudisql.session import HudiSession
 from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
-from tests.services.indexing import assert_exact, trips
+from tests.services.indexing import SELF_SERVICE_OPTIONS, assert_exact, trips
 from tests.write.trips import rs_rows, spark_rows
 
-OPTIONS = {"hoodie.datasource.write.recordkey.field": "uuid",
-           "hoodie.datasource.write.precombine.field": "ts",
-           "hoodie.datasource.write.partitionpath.field": "city",
-           "hoodie.datasource.write.operation": "upsert",
-           "hoodie.metadata.compact.max.delta.commits": "3",
-           "hoodie.metadata.log.compaction.enable": "true",
-           "hoodie.metadata.log.compaction.blocks.threshold": "2"}
+OPTIONS = SELF_SERVICE_OPTIONS
 
 
 def test_spark_writes_compact_the_metadata_table_with_their_options(
