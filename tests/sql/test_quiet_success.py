@@ -47,14 +47,19 @@ class _Records(logging.Handler):
 
 @pytest.fixture
 def pyspark_logs() -> Iterator[list[logging.LogRecord]]:
-    """What PySpark's query-context loggers log while the test runs."""
+    """What PySpark's query-context loggers log while the test runs. The shell and the
+    notebook magic raise these loggers to CRITICAL in their process (they show the error
+    once themselves); a test of either that ran earlier in this worker must not hide them."""
     handler = _Records()
     loggers = [PySparkLogger.getLogger(name) for name in LOGGERS]
+    levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
     yield handler.records
-    for logger in loggers:
+    for logger, level in zip(loggers, levels, strict=True):
         logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def test_dml_with_conditions_logs_no_error(session: HudiSession,
