@@ -1,0 +1,130 @@
+"""Metadata records in HFile form, as Apache Hudi keeps its metadata table's base files.
+
+Each HFile key is a record's ``key``; each value is the record in Avro binary, in the
+schema the file info's ``schema`` entry holds, with its ``key`` field left empty (Hudi's
+``HoodieAvroHFileWriter`` drops the duplicate; its readers and these put it back from the
+HFile key). The file info also carries ``minRecordKey`` and ``maxRecordKey``.
+
+Hudi 1.1 writes a newer ``HoodieMetadataRecord`` (with the ``_hoodie_*`` meta fields and
+newer statistics fields); its values are resolved to hudisql's schema by field name, as
+with Avro data blocks from other writers. hudisql writes its own schema, the one its log
+blocks carry, and hudi-rs decodes by the schema in the file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import fastavro
+
+from hudisql.errors import MetadataTableError
+from hudisql.metadata import schema as S
+from hudisql.metadata.avro import decode_record, encode_record
+from hudisql.metadata.records import Record
+from hudisql.table.format.hfile import Codec, HFileReader
+from hudisql.table.format.hfile.writer import DEFAULT_BLOCK_SIZE, HFileWriter
+
+__all__ = ["HFileRecords", "encode_hfile"]
+
+SCHEMA_KEY = "schema"
+MIN_KEY = "minRecordKey"
+MAX_KEY = "maxRecordKey"
+
+
+class HFileRecords:
+    """The metadata records of one HFile: all of them, one by key, or those with a prefix.
+
+    Args:
+        data: the file's bytes.
+        where: its path, for messages.
+
+    Raises:
+        CorruptTableError: the file is not a readable HFile.
+        MetadataTableError: it has no ``schema`` file info entry.
+    """
+
+    def __init__(self, data: bytes, where: str) -> None:
+        self.hfile = HFileReader(data, where)
+        self.where = where
+        text = self.hfile.file_info.get(SCHEMA_KEY)
+        if text is None:
+            raise MetadataTableError(f"{where} has no Avro schema in its file info ('schema')")
+        self._own = text.decode("utf-8") == S.schema_text()
+        self._writer: Any = None if self._own else fastavro.parse_schema(json.loads(text))
+
+    def _decode(self, key: str, value: bytes) -> Record:
+        record: Any
+        try:
+            if self._own:
+                record = decode_record(value)
+            else:
+                record = fastavro.schemaless_reader(
+                    io.BytesIO(value), self._writer, S.parsed_schema(),
+                    return_record_name=True, return_record_name_override=True)
+        except (MetadataTableError, ValueError, EOFError, KeyError) as exc:
+            raise MetadataTableError(
+                f"{self.where}: the metadata record of key {key!r} does not decode: {exc}"
+            ) from None
+        assert isinstance(record, dict)
+        if not record.get("key"):
+            record["key"] = key
+        return record
+
+    def __iter__(self) -> Iterator[Record]:
+        """Every record, in key order."""
+        for key, value in self.hfile.items():
+            yield self._decode(key, value)
+
+    def get(self, key: str) -> Record | None:
+        """The record of ``key``, or None."""
+        value = self.hfile.get(key)
+        return None if value is None else self._decode(key, value)
+
+    def with_prefix(self, prefix: str) -> Iterator[Record]:
+        """The records whose key starts with ``prefix``, in key order."""
+        for key, value in self.hfile.scan_prefix(prefix):
+            yield self._decode(key, value)
+
+
+def encode_hfile(
+    records: Iterable[Record], codec: Codec = Codec.GZ, block_size: int = DEFAULT_BLOCK_SIZE,
+    schema_text: str | None = None,
+) -> bytes:
+    """An HFile base file of metadata records (sorted by key here).
+
+    Args:
+        schema_text: the ``HoodieMetadataRecord`` schema to write the values in (default:
+            hudisql's). hudi-rs reads a file slice's base file and log blocks into one
+            Arrow schema, so a metadata table must keep one schema: a base file written
+            into a Hudi 1.1 metadata table takes the schema its log blocks carry. Fields
+            the records lack take their defaults (null).
+
+    Raises:
+        MetadataTableError: two records share a key.
+    """
+    ordered = sorted(records, key=lambda r: r["key"].encode("utf-8"))
+    writer = HFileWriter(codec, block_size)
+    own = schema_text is None or schema_text == S.schema_text()
+    parsed: Any = None if own else fastavro.parse_schema(json.loads(schema_text or ""))
+    previous: str | None = None
+    for record in ordered:
+        key = record["key"]
+        if key == previous:
+            raise MetadataTableError(f"two metadata records share the key {key!r}")
+        previous = key
+        blank = {**record, "key": ""}
+        if own:
+            writer.append(key, encode_record(blank))
+        else:
+            out = io.BytesIO()
+            fastavro.schemaless_writer(out, parsed, blank)
+            writer.append(key, out.getvalue())
+    text = S.schema_text() if schema_text is None else schema_text
+    writer.add_file_info(SCHEMA_KEY, text.encode("utf-8"))
+    if ordered:
+        writer.add_file_info(MIN_KEY, ordered[0]["key"].encode("utf-8"))
+        writer.add_file_info(MAX_KEY, ordered[-1]["key"].encode("utf-8"))
+    return writer.finish()
