@@ -25,6 +25,7 @@ from hudisql.metadata import schema as S
 from hudisql.metadata.avro import decode_record, encode_record
 from hudisql.metadata.records import Record
 from hudisql.table.format.hfile import Codec, HFileReader
+from hudisql.table.format.hfile.reader import RandomAccessFile
 from hudisql.table.format.hfile.writer import DEFAULT_BLOCK_SIZE, HFileWriter
 
 __all__ = ["HFileRecords", "encode_hfile"]
@@ -38,7 +39,8 @@ class HFileRecords:
     """The metadata records of one HFile: all of them, one by key, or those with a prefix.
 
     Args:
-        data: the file's bytes.
+        data: the file's bytes, or the file opened for random access (a lookup then reads
+            the index and one block).
         where: its path, for messages.
 
     Raises:
@@ -46,7 +48,7 @@ class HFileRecords:
         MetadataTableError: it has no ``schema`` file info entry.
     """
 
-    def __init__(self, data: bytes, where: str) -> None:
+    def __init__(self, data: bytes | RandomAccessFile, where: str) -> None:
         self.hfile = HFileReader(data, where)
         self.where = where
         text = self.hfile.file_info.get(SCHEMA_KEY)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import bisect
 import random
 import struct
+from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from hudisql.errors import CorruptTableError, UnsupportedFormatError
@@ -137,3 +140,35 @@ def test_features_hudi_does_not_write_are_refused(change: dict[str, int], messag
     version_2 = data[:-3] + (2).to_bytes(3, "big")
     with pytest.raises(UnsupportedFormatError, match="version 2"):
         HFileReader(version_2, "t")
+
+
+class _CountingFile:
+    """A random-access file (pyarrow's ``size``/``read_at``) that counts the bytes read."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.read = data, 0
+
+    def size(self) -> int:
+        return len(self.data)
+
+    def read_at(self, nbytes: int, offset: int) -> bytes:
+        self.read += nbytes
+        return self.data[offset:offset + nbytes]
+
+
+def test_a_lookup_reads_the_index_and_one_block(
+        many: list[tuple[str, bytes]], tmp_path: Path) -> None:
+    data = write_hfile(many, codec=Codec.GZ, block_size=4096)
+    source = _CountingFile(data)
+    reader = HFileReader(source, "t.hfile")
+    key, value = many[1234]
+    opened = source.read
+    assert reader.get(key) == value
+    block = bisect.bisect_right([e.first_key for e in reader.index], key.encode()) - 1
+    assert source.read - opened == reader.index[block].size  # that one block, nothing else
+    assert source.read < len(data) / 5
+    path = tmp_path / "t.hfile"
+    path.write_bytes(data)
+    with pa.OSFile(str(path)) as native:
+        assert list(HFileReader(native, str(path)).scan_prefix("key-12")) == [
+            i for i in many if i[0].startswith("key-12")]

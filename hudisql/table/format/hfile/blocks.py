@@ -219,25 +219,26 @@ def encode_block(block_type: BlockType, raw: bytes, codec: Codec) -> bytes:
     return header + payload + bytes(checksums)
 
 
-def parse_header(data: bytes | memoryview, offset: int, where: str) -> BlockHeader:
-    """The header of the block at ``offset``.
+def parse_header(data: bytes | memoryview, offset: int, where: str, base: int = 0) -> BlockHeader:
+    """The header of the block at ``offset`` of ``data`` (a range of the file from ``base``).
 
     Raises:
         CorruptTableError: no block header there, or sizes that leave the file.
     """
+    at = base + offset
     if offset < 0 or offset + HEADER_SIZE > len(data):
-        raise CorruptTableError(f"{where}: a block at byte {offset} lies outside the file")
+        raise CorruptTableError(f"{where}: a block at byte {at} lies outside the file")
     magic, on_disk, uncompressed, prev, checksum, per_checksum, data_size = (
         _HEADER.unpack_from(data, offset))
     try:
         block_type = BlockType(bytes(magic))
     except ValueError:
         raise CorruptTableError(
-            f"{where}: no HFile block magic at byte {offset} ({bytes(magic)!r})") from None
+            f"{where}: no HFile block magic at byte {at} ({bytes(magic)!r})") from None
     if (on_disk < 0 or uncompressed < 0 or data_size < HEADER_SIZE
             or data_size > HEADER_SIZE + on_disk or offset + HEADER_SIZE + on_disk > len(data)
             or per_checksum <= 0):
-        raise CorruptTableError(f"{where}: the {block_type.name} block at byte {offset} has "
+        raise CorruptTableError(f"{where}: the {block_type.name} block at byte {at} has "
                                 "sizes that do not fit the file")
     return BlockHeader(block_type, on_disk, uncompressed, prev, checksum, per_checksum,
                        data_size)
@@ -245,22 +246,25 @@ def parse_header(data: bytes | memoryview, offset: int, where: str) -> BlockHead
 
 def decode_block(
     data: bytes | memoryview, offset: int, codec: Codec, expected: BlockType, where: str,
+    base: int = 0,
 ) -> tuple[BlockHeader, bytes]:
-    """The header and the uncompressed payload of the block at ``offset``.
+    """The header and the uncompressed payload of the block at ``offset`` of ``data`` (a
+    range of the file that starts at byte ``base``, for messages).
 
     Raises:
         CorruptTableError: the block is not of the ``expected`` type or does not decode.
     """
-    header = parse_header(data, offset, where)
+    header = parse_header(data, offset, where, base)
+    at = base + offset
     if header.block_type != expected:
         raise CorruptTableError(
-            f"{where}: expected a {expected.name} block at byte {offset}, found "
+            f"{where}: expected a {expected.name} block at byte {at}, found "
             f"{header.block_type.name}")
     start = offset + HEADER_SIZE
     payload = bytes(data[start:offset + header.on_disk_data_size_with_header])
     if codec == Codec.NONE and len(payload) < header.uncompressed_size_without_header:
-        raise CorruptTableError(f"{where}: the {expected.name} block at byte {offset} is "
+        raise CorruptTableError(f"{where}: the {expected.name} block at byte {at} is "
                                 "shorter than its header says")
     raw = _decompress(payload, codec, header.uncompressed_size_without_header,
-                      f"{where}: the {expected.name} block at byte {offset}")
+                      f"{where}: the {expected.name} block at byte {at}")
     return header, raw

@@ -1,9 +1,11 @@
 """Reading an HFile (version 3) as Hudi writes them: sorted (key, value) pairs.
 
-On open the reader parses the trailer and the load-on-open section (root data index, meta
-index, file info); data blocks are decoded only when a read reaches them, so a lookup by
-key decodes one block (found by binary search over the root index's first keys) and a
-prefix scan the blocks whose key range can hold the prefix.
+On open the reader reads and parses the trailer and the load-on-open section (root data
+index, meta index, file info); data blocks are read and decoded only when a read reaches
+them, so a lookup by key reads one block (found by binary search over the root index's
+first keys) and a prefix scan the blocks whose key range can hold the prefix. The file is
+either bytes in memory or a random-access file (``pyarrow.NativeFile``: local, S3, ...),
+read by ranges.
 
 Keys are HBase KeyValue keys (2-byte row length, row, family length 0, timestamp, type);
 a key's *row* is what Hudi stores (the metadata record's key) and what this reader
@@ -17,6 +19,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Protocol
 
 from hudisql.errors import CorruptTableError, UnsupportedFormatError
 from hudisql.table.format.hfile.blocks import (
@@ -25,13 +28,32 @@ from hudisql.table.format.hfile.blocks import (
     decode_block,
     read_hadoop_vlong,
 )
-from hudisql.table.format.hfile.trailer import Trailer, decode_file_info
+from hudisql.table.format.hfile.trailer import TRAILER_SIZE, Trailer, decode_file_info
 
-__all__ = ["HFileReader", "IndexEntry"]
+__all__ = ["HFileReader", "IndexEntry", "RandomAccessFile"]
 
 _KV_HEAD = struct.Struct(">iih")
 _KEY_VALUE_VERSION = "KEY_VALUE_VERSION"
 _MAX_MEMSTORE_TS = "MAX_MEMSTORE_TS_KEY"
+
+
+class RandomAccessFile(Protocol):
+    """What the reader needs of a file: ``pyarrow.NativeFile``'s ``size`` and ``read_at``."""
+
+    def size(self) -> int: ...
+
+    def read_at(self, nbytes: int, offset: int) -> bytes: ...
+
+
+class _InMemory:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def size(self) -> int:
+        return len(self.data)
+
+    def read_at(self, nbytes: int, offset: int) -> bytes:
+        return self.data[offset:offset + nbytes]
 
 
 @dataclass(frozen=True)
@@ -47,7 +69,7 @@ class HFileReader:
     """An HFile held in memory: its trailer, file info, meta blocks and records.
 
     Args:
-        data: the whole file.
+        data: the whole file, or a random-access file to read ranges of.
         where: how messages name the file (its path).
 
     Raises:
@@ -56,10 +78,13 @@ class HFileReader:
             MVCC timestamps, a codec other than NONE or GZ).
     """
 
-    def __init__(self, data: bytes, where: str = "an HFile") -> None:
-        self.data = data
+    def __init__(self, data: bytes | RandomAccessFile, where: str = "an HFile") -> None:
+        self.file: RandomAccessFile = _InMemory(data) if isinstance(data, bytes) else data
         self.where = where
-        self.trailer = Trailer.decode(data, where)
+        size = self.file.size()
+        tail_start = max(size - TRAILER_SIZE, 0)
+        tail = self.file.read_at(size - tail_start, tail_start)
+        self.trailer = Trailer.decode(tail, where)
         try:
             self.codec = Codec(self.trailer.compression_codec)
         except ValueError:
@@ -70,15 +95,21 @@ class HFileReader:
             raise UnsupportedFormatError(
                 f"{where} has a {self.trailer.num_data_index_levels}-level block index; "
                 "hudisql reads the single-level index Hudi's writer makes")
-        offset = self.trailer.load_on_open_data_offset
-        header, raw = decode_block(data, offset, self.codec, BlockType.ROOT_INDEX, where)
+        start = self.trailer.load_on_open_data_offset
+        if not 0 <= start <= tail_start:
+            raise CorruptTableError(f"{where}: the trailer's load-on-open offset {start} lies "
+                                    "outside the file")
+        # Root index, meta index and file info: one read, from the trailer's offset.
+        section = self.file.read_at(tail_start - start, start)
+        header, raw = decode_block(section, 0, self.codec, BlockType.ROOT_INDEX, where, start)
         self.index = _root_entries(raw, self.trailer.data_index_count, True, where)
-        offset += header.on_disk_size_with_header
-        header, raw = decode_block(data, offset, self.codec, BlockType.ROOT_INDEX, where)
+        offset = header.on_disk_size_with_header
+        header, raw = decode_block(section, offset, self.codec, BlockType.ROOT_INDEX, where,
+                                   start)
         self.meta_index = {e.first_key.decode("utf-8"): e for e in _root_entries(
             raw, self.trailer.meta_index_count, False, where)}
         offset += header.on_disk_size_with_header
-        _, raw = decode_block(data, offset, self.codec, BlockType.FILE_INFO, where)
+        _, raw = decode_block(section, offset, self.codec, BlockType.FILE_INFO, where, start)
         self.file_info = decode_file_info(raw, where)
         self._check_mvcc()
         self._first_keys = [e.first_key for e in self.index]
@@ -108,7 +139,14 @@ class HFileReader:
         entry = self.meta_index.get(name)
         if entry is None:
             return None
-        _, raw = decode_block(self.data, entry.offset, self.codec, BlockType.META, self.where)
+        return self._block(entry, BlockType.META)
+
+    def _block(self, entry: IndexEntry, expected: BlockType) -> bytes:
+        """The uncompressed payload of the block an index entry points to."""
+        if entry.offset < 0 or entry.size < 0:
+            raise CorruptTableError(f"{self.where}: an index entry points outside the file")
+        data = self.file.read_at(entry.size, entry.offset)
+        _, raw = decode_block(data, 0, self.codec, expected, self.where, entry.offset)
         return raw
 
     # ------------------------------------------------------------------------- records
@@ -116,7 +154,7 @@ class HFileReader:
     def block_records(self, block: int) -> list[tuple[bytes, bytes]]:
         """The (row, value) pairs of data block number ``block``, in order."""
         entry = self.index[block]
-        _, raw = decode_block(self.data, entry.offset, self.codec, BlockType.DATA, self.where)
+        raw = self._block(entry, BlockType.DATA)
         out: list[tuple[bytes, bytes]] = []
         pos, end = 0, len(raw)
         try:
