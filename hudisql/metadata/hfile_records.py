@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import fastavro
@@ -27,8 +27,9 @@ from hudisql.metadata.records import Record
 from hudisql.table.format.hfile import Codec, HFileReader
 from hudisql.table.format.hfile.reader import RandomAccessFile
 from hudisql.table.format.hfile.writer import DEFAULT_BLOCK_SIZE, HFileWriter
+from hudisql.table.format.log.format import BlockType, LogBlockInfo
 
-__all__ = ["HFileRecords", "encode_hfile"]
+__all__ = ["HFileRecords", "encode_hfile", "hfile_block_records"]
 
 SCHEMA_KEY = "schema"
 MIN_KEY = "minRecordKey"
@@ -130,3 +131,22 @@ def encode_hfile(
         writer.add_file_info(MIN_KEY, ordered[0]["key"].encode("utf-8"))
         writer.add_file_info(MAX_KEY, ordered[-1]["key"].encode("utf-8"))
     return writer.finish()
+
+
+def hfile_block_records(
+    data: bytes, block: LogBlockInfo, keep: Callable[[str], bool] | None = None,
+) -> list[Record]:
+    """The records of an HFILE_DATA log block (its content is a whole HFile), only those
+    whose key ``keep`` accepts.
+
+    Raises:
+        MetadataTableError: not an HFILE_DATA block, or a record that does not decode.
+        CorruptTableError: the content is not a readable HFile.
+    """
+    if block.block_type != BlockType.HFILE_DATA:
+        raise MetadataTableError(f"the block at byte {block.position} of {block.log_file} is "
+                                 f"{block.block_type.name}, not HFILE_DATA")
+    content = data[block.content_position:block.content_position + block.content_length]
+    records = HFileRecords(content, f"the HFILE_DATA block at byte {block.position} of "
+                                    f"{block.log_file}")
+    return [r for r in records if keep is None or keep(r["key"])]

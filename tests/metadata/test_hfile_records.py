@@ -121,3 +121,39 @@ def test_duplicate_keys_and_files_without_a_schema_are_refused() -> None:
 
     with pytest.raises(MetadataTableError, match="no Avro schema"):
         HFileRecords(write_hfile([("k", b"")]), "bare.hfile")
+
+
+def test_hfile_data_log_blocks_decode_and_merge_over_their_base_file(
+        fixture: dict[str, list[Record]]) -> None:
+    """The files partition as Hudi 1.1 left it: the compacted base file, then its later
+    deltacommits' HFILE_DATA blocks, merged by the metadata payload's rules."""
+    from hudisql.metadata.hfile_records import hfile_block_records
+    from hudisql.metadata.records import merge_records
+    from hudisql.table.format.log.format import BlockType
+    from hudisql.table.format.log.reader import scan_blocks
+
+    folder = table_path(TABLE) / ".hoodie" / "metadata" / "files"
+    base = "files-0000-0_13-170-402_20260307162643148.hfile"
+    merged = {r["key"]: r for r in fixture[base]}
+    timeline = folder.parent / ".hoodie" / "timeline"
+    completion = dict(p.name.split(".")[0].split("_") for p in timeline.glob("*_*.deltacommit"))
+    # A version-9 log joins the slice of the latest base instant at or before its
+    # deltacommit's completion, so 643123 (completed after 643148 was requested) is in.
+    logs = sorted((p for p in folder.glob(".files-0000-0_*.log.*")
+                   if completion[p.name.split("_")[1].split(".")[0]] > "20260307162643148"),
+                  key=lambda p: completion[p.name.split("_")[1].split(".")[0]])
+    assert len(logs) == 7
+    for log in logs:
+        data = log.read_bytes()
+        for block in scan_blocks(data, log.name):
+            if block.block_type != BlockType.HFILE_DATA:
+                continue
+            for record in hfile_block_records(data, block):
+                older = merged.get(record["key"])
+                merged[record["key"]] = record if older is None else merge_records(older, record)
+    root = table_path(TABLE)
+    for partition in ("region=us", "region=eu", "region=apac"):
+        listed = {n for n, f in merged[partition]["filesystemMetadata"].items()
+                  if not f["isDeleted"]}
+        assert listed == {p.name for p in (root / partition).iterdir()
+                          if not p.name.startswith(".hoodie_partition")}
