@@ -134,8 +134,10 @@ class HFileWriter:
         load_on_open = self._offset
         root = bytearray()
         for offset, size, first in self._index:
-            root += struct.pack(">qi", offset, size) + write_hadoop_vlong(len(first) + 2) \
-                + struct.pack(">h", len(first)) + first
+            # The whole KeyValue key, as HBase writes it (Hudi's native writer stops after
+            # the row; its reader and hudi-rs read the row by its length and ignore the rest).
+            root += struct.pack(">qi", offset, size) + write_hadoop_vlong(len(first) + 12) \
+                + struct.pack(">h", len(first)) + first + _KEY_TAIL
         self._write(encode_block(BlockType.ROOT_INDEX, bytes(root), self.codec))
         self._write(encode_block(BlockType.ROOT_INDEX, bytes(meta_index), self.codec))
         file_info_offset = self._offset
@@ -162,7 +164,7 @@ class HFileWriter:
         count = self._count
         last = self._last or b""
         info = {
-            "hfile.LASTKEY": struct.pack(">h", len(last)) + last if last else b"",
+            "hfile.LASTKEY": struct.pack(">h", len(last)) + last + _KEY_TAIL if last else b"",
             "hfile.AVG_KEY_LEN": struct.pack(">i", self._key_bytes // count if count else 0),
             "hfile.AVG_VALUE_LEN": struct.pack(
                 ">i", self._value_bytes // count if count else 0),
