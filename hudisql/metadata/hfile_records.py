@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import fastavro
+import pyarrow as pa
 
 from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
@@ -112,19 +113,21 @@ def encode_hfile(
     writer = HFileWriter(codec, block_size)
     own = schema_text is None or schema_text == S.schema_text()
     parsed: Any = None if own else fastavro.parse_schema(json.loads(schema_text or ""))
-    previous: str | None = None
+    keys: list[str] = []
+    values: list[bytes] = []
     for record in ordered:
         key = record["key"]
-        if key == previous:
+        if keys and key == keys[-1]:
             raise MetadataTableError(f"two metadata records share the key {key!r}")
-        previous = key
+        keys.append(key)
         blank = {**record, "key": ""}
         if own:
-            writer.append(key, encode_record(blank))
+            values.append(encode_record(blank))
         else:
             out = io.BytesIO()
             fastavro.schemaless_writer(out, parsed, blank)
-            writer.append(key, out.getvalue())
+            values.append(out.getvalue())
+    writer.append_arrays(pa.array(keys, pa.string()), pa.array(values, pa.binary()))
     text = S.schema_text() if schema_text is None else schema_text
     writer.add_file_info(SCHEMA_KEY, text.encode("utf-8"))
     if ordered:

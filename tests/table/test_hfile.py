@@ -172,3 +172,28 @@ def test_a_lookup_reads_the_index_and_one_block(
     with pa.OSFile(str(path)) as native:
         assert list(HFileReader(native, str(path)).scan_prefix("key-12")) == [
             i for i in many if i[0].startswith("key-12")]
+
+
+@pytest.mark.parametrize("codec", [Codec.GZ, Codec.NONE])
+def test_column_wise_appends_write_the_same_file(
+        many: list[tuple[str, bytes]], codec: Codec) -> None:
+    one_by_one = HFileWriter(codec, block_size=2048, created_ms=1)
+    for key, value in many:
+        one_by_one.append(key, value)
+    column_wise = HFileWriter(codec, block_size=2048, created_ms=1)
+    column_wise.append_arrays(pa.array([k for k, _ in many[:1]], pa.string()),
+                              pa.array([v for _, v in many[:1]], pa.binary()))
+    column_wise.append_arrays(pa.array([k for k, _ in many[1:]], pa.string()),
+                              pa.array([v for _, v in many[1:]], pa.binary()))
+    mixed = HFileReader(column_wise.finish(), "t")
+    assert list(mixed.items()) == many
+    # Cut where one-by-one appends cut, except after the first call's single record.
+    blocks = [len(mixed.block_records(i)) for i in range(len(mixed.index))]
+    assert blocks[0] == 1
+    whole = HFileWriter(codec, block_size=2048, created_ms=1)
+    whole.append_arrays(pa.array([k for k, _ in many]), pa.array([v for _, v in many]))
+    assert whole.finish() == one_by_one.finish()
+    with pytest.raises(UnsupportedFormatError, match="strictly increase"):
+        HFileWriter().append_arrays(pa.array(["b", "a"]), pa.array([b"", b""]))
+    with pytest.raises(UnsupportedFormatError, match="in order"):
+        column_wise.append_arrays(pa.array(["a"]), pa.array([b""]))

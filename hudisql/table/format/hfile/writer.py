@@ -21,6 +21,10 @@ import struct
 import time
 from collections.abc import Iterable, Mapping
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from hudisql.errors import UnsupportedFormatError
 from hudisql.table.format.hfile.blocks import (
     BlockType,
@@ -36,6 +40,7 @@ __all__ = ["DEFAULT_BLOCK_SIZE", "HFileWriter", "write_hfile"]
 DEFAULT_BLOCK_SIZE = 64 * 1024
 _KEY_TAIL = b"\x00" + struct.pack(">q", 2**63 - 1) + b"\x04"  # family 0, max timestamp, Put
 _KV_HEAD = struct.Struct(">iih")
+_KV_HEAD_DTYPE = np.dtype([("key", ">i4"), ("value", ">i4"), ("row", ">i2")])
 _MAX_ROW = 32767
 
 
@@ -95,6 +100,65 @@ class HFileWriter:
         self._count += 1
         self._key_bytes += len(row)
         self._value_bytes += len(value)
+
+    def append_arrays(self, keys: pa.Array, values: pa.Array) -> None:
+        """Add many key-value pairs at once, column-wise (Arrow builds the records' bytes).
+
+        ``keys`` (string or binary) must be strictly increasing and all greater than the
+        keys appended before; ``values`` are binary. Blocks are cut as :meth:`append` cuts
+        them. A million record-index pairs take about a second this way.
+
+        Raises:
+            UnsupportedFormatError: keys out of order, repeated, or too long; lengths differ.
+        """
+        count = len(keys)
+        if count != len(values):
+            raise UnsupportedFormatError(f"{count} HFile keys but {len(values)} values")
+        if not count:
+            return
+        rows = keys.cast(pa.binary()) if not pa.types.is_binary(keys.type) else keys
+        raw_values = values.cast(pa.binary()) if not pa.types.is_binary(values.type) else values
+        if rows.null_count or raw_values.null_count:
+            raise UnsupportedFormatError("HFile keys and values cannot be null")
+        if count > 1 and pc.any(pc.less_equal(rows.slice(1), rows.slice(0, count - 1))).as_py():
+            raise UnsupportedFormatError("HFile keys given column-wise must strictly increase")
+        first = rows[0].as_py()
+        if self._last is not None and first <= self._last:
+            raise UnsupportedFormatError(
+                f"HFile keys must be appended in order: {first!r} follows {self._last!r}")
+        key_lengths = np.asarray(pc.binary_length(rows).to_numpy(zero_copy_only=False),
+                                 dtype=np.int64)
+        value_lengths = np.asarray(
+            pc.binary_length(raw_values).to_numpy(zero_copy_only=False), dtype=np.int64)
+        if int(key_lengths.max()) > _MAX_ROW:
+            raise UnsupportedFormatError(f"an HFile key is at most {_MAX_ROW} bytes")
+        heads = np.empty(count, dtype=_KV_HEAD_DTYPE)
+        heads["key"], heads["value"], heads["row"] = key_lengths + 12, value_lengths, key_lengths
+        head_array = pa.Array.from_buffers(
+            pa.binary(_KV_HEAD_DTYPE.itemsize), count, [None, pa.py_buffer(heads.tobytes())],
+        ).cast(pa.binary())
+        # large_binary: 64-bit offsets, so a file's records may exceed 2 GiB together.
+        large = pa.large_binary()
+        joined = pc.binary_join_element_wise(
+            head_array.cast(large), rows.cast(large), pa.scalar(_KEY_TAIL, large),
+            raw_values.cast(large), pa.scalar(b"\x00", large), pa.scalar(b"", large))
+        sizes = key_lengths + value_lengths + 21
+        ends = np.cumsum(sizes)
+        self._flush_block()
+        start = 0
+        while start < count:
+            before = int(ends[start - 1]) if start else 0
+            stop = max(int(np.searchsorted(ends, before + self.block_size, side="right")),
+                       start + 1)
+            piece = joined.slice(start, stop - start)
+            self._block = [_joined_bytes(piece)]
+            self._block_first = rows[start].as_py()
+            self._flush_block()
+            start = stop
+        self._last = rows[count - 1].as_py()
+        self._count += count
+        self._key_bytes += int(key_lengths.sum())
+        self._value_bytes += int(value_lengths.sum())
 
     def add_meta_block(self, name: str, content: bytes) -> None:
         """A named meta block (written after the data blocks, found through the meta index)."""
@@ -175,6 +239,14 @@ class HFileWriter:
         }
         info.update(self._info)
         return info
+
+
+def _joined_bytes(array: pa.Array) -> bytes:
+    """The bytes of a binary array's values, one after the other (its data buffer's span)."""
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)  # large_binary
+    start, end = int(offsets[array.offset]), int(offsets[array.offset + len(array)])
+    data = array.buffers()[2]
+    return b"" if data is None else data.slice(start, end - start).to_pybytes()
 
 
 def write_hfile(
