@@ -35,6 +35,8 @@ __all__ = ["HFileRecords", "encode_hfile", "hfile_block_records"]
 SCHEMA_KEY = "schema"
 MIN_KEY = "minRecordKey"
 MAX_KEY = "maxRecordKey"
+#: Distinct values a reader keeps decoded (see ``HFileRecords._decode``).
+_DECODED_CACHE = 4096
 
 
 class HFileRecords:
@@ -58,8 +60,21 @@ class HFileRecords:
             raise MetadataTableError(f"{where} has no Avro schema in its file info ('schema')")
         self._own = text.decode("utf-8") == S.schema_text()
         self._writer: Any = None if self._own else fastavro.parse_schema(json.loads(text))
+        self._decoded: dict[bytes, Record] = {}
 
     def _decode(self, key: str, value: bytes) -> Record:
+        # Values repeat: a record-index file group holds a few locations, a secondary index
+        # one value for every key (Hudi blanks the key in values). Each distinct value is
+        # decoded once; records share its payload dicts, which nothing mutates in place.
+        known = self._decoded.get(value)
+        if known is not None:
+            return {**known, "key": key}
+        record = self._decode_value(key, value)
+        if len(self._decoded) < _DECODED_CACHE:
+            self._decoded[value] = record
+        return {**record, "key": key}
+
+    def _decode_value(self, key: str, value: bytes) -> Record:
         record: Any
         try:
             if self._own:
@@ -73,8 +88,10 @@ class HFileRecords:
                 f"{self.where}: the metadata record of key {key!r} does not decode: {exc}"
             ) from None
         assert isinstance(record, dict)
-        if not record.get("key"):
-            record["key"] = key
+        if record.get("key") not in ("", key):
+            raise MetadataTableError(
+                f"{self.where}: the value stored under key {key!r} is the record of key "
+                f"{record['key']!r}")
         return record
 
     def __iter__(self) -> Iterator[Record]:

@@ -121,6 +121,15 @@ def test_duplicate_keys_and_files_without_a_schema_are_refused() -> None:
 
     with pytest.raises(MetadataTableError, match="no Avro schema"):
         HFileRecords(write_hfile([("k", b"")]), "bare.hfile")
+    from hudisql.metadata import schema as S
+    from hudisql.metadata.avro import encode_record
+
+    schema = {"schema": S.schema_text().encode()}
+    kept = HFileRecords(write_hfile([("k", encode_record(record))], schema), "kept.hfile")
+    assert list(kept) == [record]  # a value that keeps its key (Hudi puts it back if empty)
+    other = write_hfile([("j", encode_record(record))], schema)
+    with pytest.raises(MetadataTableError, match="record of key 'k'"):
+        list(HFileRecords(other, "other.hfile"))
 
 
 def test_hfile_data_log_blocks_decode_and_merge_over_their_base_file(
