@@ -9,5 +9,6 @@ from __future__ import annotations
 
 from hudisql.table.format.hfile.blocks import Codec
 from hudisql.table.format.hfile.reader import HFileReader
+from hudisql.table.format.hfile.writer import HFileWriter, write_hfile
 
-__all__ = ["Codec", "HFileReader"]
+__all__ = ["Codec", "HFileReader", "HFileWriter", "write_hfile"]
