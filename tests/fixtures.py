@@ -31,6 +31,12 @@ TABLE_ZIPS = {
     "v8_nonpartitioned": "sample_table/cow/v8_nonpartitioned.zip",
 }
 
+#: Version-9 tables (Hudi 1.1.1) with HFile metadata tables, record and secondary indexes.
+#: Kept apart from TABLE_ZIPS, whose tests cover every table of it.
+HFILE_TABLE_ZIPS = {
+    "v9_txns_complex_meta": "sample_table/mor/avro/v9_txns_complex_meta.zip",
+}
+
 #: Single log files by kind.
 LOG_FILES = {
     kind: next(p for p in (FIXTURES / "log_files" / kind).iterdir() if p.name.startswith("."))
@@ -48,7 +54,7 @@ def _extract_root() -> Path:
 def table_path(name: str) -> Path:
     """The extracted directory of fixture table ``name`` (shared: do not modify it)."""
     dest = _extract_root() / name
-    with zipfile.ZipFile(FIXTURES / TABLE_ZIPS[name]) as zf:
+    with zipfile.ZipFile(FIXTURES / (TABLE_ZIPS.get(name) or HFILE_TABLE_ZIPS[name])) as zf:
         for member in zf.namelist():
             if not member.startswith("__MACOSX") and not member.endswith(".DS_Store"):
                 zf.extract(member, dest)
