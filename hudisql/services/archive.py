@@ -18,6 +18,11 @@ from hudisql.table.format.instant import Action, Instant
 from hudisql.table.format.service_plans import int_setting
 from hudisql.table.format.timeline import Timeline
 from hudisql.table.services.archive import ArchivalBounds, ArchivalSettings, archive_timeline
+from hudisql.table.services.archive_merge import (
+    MergeSettings,
+    merge_archive_files,
+    settle_interrupted_merge,
+)
 from hudisql.table.table import HudiTable
 
 __all__ = ["ArchiveResult", "archive_locked", "archive_needed", "run_archive"]
@@ -28,10 +33,12 @@ METADATA_MAX_DELTA_COMMITS = "hoodie.metadata.compact.max.delta.commits"
 
 @dataclass(frozen=True)
 class ArchiveResult:
-    """The instants one archival run moved out of each timeline."""
+    """The instants one archival run moved out of each timeline, and the small archive
+    files it merged away (``hudisql.table.services.archive_merge``)."""
 
     data: list[Instant] = field(default_factory=list)
     metadata: list[Instant] = field(default_factory=list)
+    merged_files: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.data or self.metadata)
@@ -62,25 +69,35 @@ def archive_locked(table: HudiTable, options: Mapping[str, str] | None = None, *
     """
     options = dict(options or {})
     settings = ArchivalSettings.parse(options, table.name)
+    merging = MergeSettings.parse(options)
     metadata = _metadata_table(table)
     compaction = None
     if metadata is not None:
         last = metadata.timeline.last_completed([Action.COMMIT])
         compaction = last.timestamp if last is not None else None
     bounds = ArchivalBounds(has_metadata=metadata is not None, metadata_compaction=compaction)
+    archive_dir = table.timeline.props.archive_dir
+    settle_interrupted_merge(table.storage, archive_dir, on_step)
     data = archive_timeline(table.storage, table.timeline, settings,
                             table.properties.is_mor, bounds, on_step)
+    merged = merge_archive_files(table.storage, archive_dir, merging, on_step)
     archived_metadata: list[Instant] = []
     if metadata is not None:
         data_timeline = table.timeline.reload() if data else table.timeline
         meta_settings = ArchivalSettings(
             settings.min_commits, settings.max_commits,
             int_setting(options, METADATA_MAX_DELTA_COMMITS, 10, 1))
+        meta_dir = metadata.timeline.props.archive_dir
+
+        def meta_step(event: str, detail: str) -> None:
+            on_step(f"metadata_{event}", detail)
+
+        settle_interrupted_merge(metadata.storage, meta_dir, meta_step)
         archived_metadata = archive_timeline(
             metadata.storage, metadata.timeline, meta_settings, True,
-            ArchivalBounds(data_earliest=_data_earliest(data_timeline)),
-            lambda event, detail: on_step(f"metadata_{event}", detail))
-    return ArchiveResult(data, archived_metadata)
+            ArchivalBounds(data_earliest=_data_earliest(data_timeline)), meta_step)
+        merged += merge_archive_files(metadata.storage, meta_dir, merging, meta_step)
+    return ArchiveResult(data, archived_metadata, merged)
 
 
 def run_archive(table: HudiTable, options: Mapping[str, str] | None = None, *,
@@ -94,6 +111,7 @@ def run_archive(table: HudiTable, options: Mapping[str, str] | None = None, *,
     """
     options = dict(options or {})
     ArchivalSettings.parse(options, table.name)  # refuse bad settings before the lock
+    MergeSettings.parse(options)
     with table_lock(table, options):
         return archive_locked(table.reload(), options, on_step=on_step)
 
