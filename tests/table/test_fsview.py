@@ -17,9 +17,11 @@ from pathlib import Path
 
 import hudi
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import hudisql
+from hudisql.errors import CorruptTableError
 from hudisql.table import HudiTable
 from hudisql.table.format.commit_metadata import CommitMetadata
 from hudisql.table.format.fsview import FileSlice, FileSystemView
@@ -319,6 +321,43 @@ def test_v8_log_of_a_pending_deltacommit_is_ignored(writable_table: Copy) -> Non
     _v8_commit(root, "20250713011930000", completed=True, action="deltacommit")
     # Completing another instant changes nothing for the pending one's log.
     assert _shape(_slices(root)) == _shape(_slices(table_path("v8_trips_8i1u")))
+
+
+def _archive_v8_deltacommits(root: Path, manifest: str | None = None) -> None:
+    """Move both fixture deltacommits of ``root`` into a hand-built LSM history."""
+    timeline = root / ".hoodie" / "timeline"
+    history = timeline / "history"
+    done = {"20250713011913147": "20250713011913490", V8_LOG_INSTANT: "20250713011914662"}
+    for ts in done:
+        for state_file in timeline.glob(f"{ts}*"):
+            state_file.unlink()
+    data = f"{min(done)}_{max(done)}_0.parquet"
+    pq.write_table(pa.table({"instantTime": list(done), "completionTime": list(done.values()),
+                             "action": ["deltacommit"] * 2}), history / data)
+    (history / "_version_").write_text("1")
+    (history / "manifest_1").write_text(
+        manifest or json.dumps({"files": [{"fileName": data, "fileLen": 1}]})
+    )
+
+
+def test_v8_log_of_an_archived_deltacommit_is_sliced_by_its_archived_completion(
+    writable_table: Copy,
+) -> None:
+    # The log's deltacommit (requested 20250713011914363, completed 20250713011914662) is
+    # archived; a compaction requested between the two keeps the table's only base file.
+    root = writable_table("v8_trips_8i1u")
+    compaction = "20250713011914500"
+    _v8_commit(root, compaction)
+    _copy_parquet(root, V8_SF_BASE, f"city=san_francisco/{V8_SF}_0-1-1_{compaction}.parquet")
+    _archive_v8_deltacommits(root)
+    (sf,) = HudiTable.open(root).file_slices(partitions=["city=san_francisco"])
+    assert sf.base_instant == compaction
+    assert [log.base_instant for log in sf.log_files] == [V8_LOG_INSTANT]
+    fares = {r["rider"]: r["fare"] for r in hudisql.read_table(str(root)).to_pylist()}
+    assert fares["rider-D"] == 25.0  # the log's update, merged on the compaction's base
+    _archive_v8_deltacommits(root, manifest="{not json")
+    with pytest.raises(CorruptTableError, match="manifest_1"):
+        HudiTable.open(root).file_slices()
 
 
 V9_US = "39cc539f-61e9-4996-8096-4d89715c4142-0"
