@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from hudisql.table.format.filenames import BaseFileName, LogFileName
 from hudisql.table.format.instant import Action
-from hudisql.table.format.lsm_timeline import archived_completion_times
+from hudisql.table.format.lsm_timeline import ArchivedCompletionTimes
 from hudisql.table.format.properties import TableProperties
 from hudisql.table.format.timeline import Timeline
 from hudisql.table.io.storage import FileStatus, Storage
@@ -181,7 +181,7 @@ class FileSystemView:
         # and slices it by that deltacommit's completion time.
         self._log_names_writer = props.version >= 8
         self._completion_times: dict[str, str] | None = None
-        self._archived_completion_times: dict[str, str] | None = None
+        self._archived = ArchivedCompletionTimes(storage, props)
         self._listing: dict[str, list[FileStatus]] | None = None
         self._partition_listing: dict[str, list[FileStatus]] = {}
         self._replaced: set[tuple[str, str]] | None = None
@@ -358,8 +358,8 @@ class FileSystemView:
         """When the visible instant requested at ``timestamp`` completed.
 
         Read from its completed file's name (timeline layout 2). An instant not on the active
-        timeline was archived: its completion time comes from the LSM history, read once
-        and only then (Hudi 1.x's ``CompletionTimeQueryViewV2``). An archived instant the
+        timeline was archived: its completion time comes from the LSM history, read only
+        then (Hudi 1.x's ``CompletionTimeQueryViewV2``). An archived instant the
         history does not hold has its requested time stand in for its completion, as Hudi's
         version-6 completion-time view and hudi-rs do.
 
@@ -374,11 +374,7 @@ class FileSystemView:
             }
         found = self._completion_times.get(timestamp)
         if found is None and self.timeline.get(timestamp) is None:
-            if self._archived_completion_times is None:
-                self._archived_completion_times = archived_completion_times(
-                    self.storage, self.props
-                )
-            found = self._archived_completion_times.get(timestamp)
+            found = self._archived.get(timestamp)
         return found or timestamp
 
 
