@@ -2,8 +2,9 @@
 
 The fixtures' latest slices are compared with the ``hudi`` reader's. Crafted copies add
 the files of an inflight or requested instant, of a rolled-back instant, a replacecommit,
-a pending compaction, v8 base files before and after a log, and stray files: each is seen
-or ignored as Hudi's readers do.
+a pending compaction, v8 base files before and after a log, a v9 deltacommit completing
+after a compaction was planned, and stray files: each is seen or ignored as Hudi's readers
+do.
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 
 import hudi
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import hudisql
+from hudisql.errors import CorruptTableError
 from hudisql.table import HudiTable
 from hudisql.table.format.commit_metadata import CommitMetadata
 from hudisql.table.format.fsview import FileSlice, FileSystemView
@@ -283,7 +287,13 @@ def _v8_commit(root: Path, ts: str, completed: bool = True, action: str = "commi
 
 @pytest.mark.parametrize(
     ("compaction", "log_slice"),
-    [("20250713011914000", "new"), (V8_LOG_INSTANT, "new"), ("20250713011915000", "old")],
+    [
+        ("20250713011914000", "new"),
+        (V8_LOG_INSTANT, "new"),
+        # Requested after the log's deltacommit but before it completed (20250713011914662).
+        ("20250713011914500", "new"),
+        ("20250713011915000", "old"),
+    ],
 )
 def test_v8_log_belongs_to_the_latest_base_no_later_than_it(
     writable_table: Copy, compaction: str, log_slice: str
@@ -311,6 +321,110 @@ def test_v8_log_of_a_pending_deltacommit_is_ignored(writable_table: Copy) -> Non
     _v8_commit(root, "20250713011930000", completed=True, action="deltacommit")
     # Completing another instant changes nothing for the pending one's log.
     assert _shape(_slices(root)) == _shape(_slices(table_path("v8_trips_8i1u")))
+
+
+def _archive_v8_deltacommits(root: Path, manifest: str | None = None) -> None:
+    """Move both fixture deltacommits of ``root`` into a hand-built LSM history."""
+    timeline = root / ".hoodie" / "timeline"
+    history = timeline / "history"
+    done = {"20250713011913147": "20250713011913490", V8_LOG_INSTANT: "20250713011914662"}
+    for ts in done:
+        for state_file in timeline.glob(f"{ts}*"):
+            state_file.unlink()
+    data = f"{min(done)}_{max(done)}_0.parquet"
+    pq.write_table(pa.table({"instantTime": list(done), "completionTime": list(done.values()),
+                             "action": ["deltacommit"] * 2}), history / data)
+    (history / "_version_").write_text("1")
+    (history / "manifest_1").write_text(
+        manifest or json.dumps({"files": [{"fileName": data, "fileLen": 1}]})
+    )
+
+
+def test_v8_log_of_an_archived_deltacommit_is_sliced_by_its_archived_completion(
+    writable_table: Copy,
+) -> None:
+    # The log's deltacommit (requested 20250713011914363, completed 20250713011914662) is
+    # archived; a compaction requested between the two keeps the table's only base file.
+    root = writable_table("v8_trips_8i1u")
+    compaction = "20250713011914500"
+    _v8_commit(root, compaction)
+    _copy_parquet(root, V8_SF_BASE, f"city=san_francisco/{V8_SF}_0-1-1_{compaction}.parquet")
+    _archive_v8_deltacommits(root)
+    (sf,) = HudiTable.open(root).file_slices(partitions=["city=san_francisco"])
+    assert sf.base_instant == compaction
+    assert [log.base_instant for log in sf.log_files] == [V8_LOG_INSTANT]
+    fares = {r["rider"]: r["fare"] for r in hudisql.read_table(str(root)).to_pylist()}
+    assert fares["rider-D"] == 25.0  # the log's update, merged on the compaction's base
+    _archive_v8_deltacommits(root, manifest="{not json")
+    with pytest.raises(CorruptTableError, match="manifest_1"):
+        HudiTable.open(root).file_slices()
+
+
+V9_US = "39cc539f-61e9-4996-8096-4d89715c4142-0"
+V9_COMPACTION = "20260307162648587"
+V9_LATE_DELTACOMMIT = "20260307162647496"
+
+
+def _v9_late_deltacommit_table(root: Path, compaction_completed: bool) -> Path:
+    """The v9 fixture as it would be had its deltacommit ``V9_LATE_DELTACOMMIT`` (requested
+    before compaction ``V9_COMPACTION``) completed after the compaction was planned, and
+    written a log on a file group that compaction covers (an update of one of its rows).
+    The clustering that replaced the compacted groups is taken out, and so is the metadata
+    table, so that both readers list the files from storage."""
+    timeline = root / ".hoodie" / "timeline"
+    clustering = "20260307162649840"
+    for stale in [*timeline.glob(f"{clustering}*"), *root.glob(f"region=*/*_{clustering}.*")]:
+        stale.unlink()
+    shutil.rmtree(root / ".hoodie" / "metadata")
+    props = root / ".hoodie" / "hoodie.properties"
+    props.write_text("".join(line for line in props.read_text().splitlines(True)
+                             if not line.startswith("hoodie.table.metadata.partitions=")))
+    done = timeline / f"{V9_LATE_DELTACOMMIT}_20260307162648233.deltacommit"
+    done.rename(timeline / f"{V9_LATE_DELTACOMMIT}_20260307162649000.deltacommit")
+    if not compaction_completed:
+        (timeline / f"{V9_COMPACTION}_20260307162649803.commit").unlink()
+        for base in root.glob(f"region=*/*_{V9_COMPACTION}.parquet"):
+            base.unlink()
+    table = HudiTable.open(root)
+    row = next(r for r in table.read().to_pylist() if r["_hoodie_file_name"].startswith(V9_US))
+    row.update(amount=Decimal("777.77"), txn_ts=row["txn_ts"] + 1,
+               _hoodie_commit_time=V9_LATE_DELTACOMMIT, _hoodie_file_name=V9_US,
+               _hoodie_commit_seqno=f"{V9_LATE_DELTACOMMIT}_0_1")
+    block = encode_avro_data_block(
+        pa.Table.from_pylist([row], schema=table.schema),
+        with_meta_fields(json.loads(table.avro_schema)),
+        {HeaderKey.INSTANT_TIME: V9_LATE_DELTACOMMIT},
+    )
+    (root / f"region=us/.{V9_US}_{V9_LATE_DELTACOMMIT}.log.1_0-1-1").write_bytes(block)
+    return root
+
+
+@pytest.mark.parametrize("compaction_completed", [True, False])
+def test_v9_log_is_sliced_by_its_deltacommit_completion_time(
+    writable_table: Copy, compaction_completed: bool
+) -> None:
+    root = _v9_late_deltacommit_table(writable_table("v9_txns_complex_meta"),
+                                      compaction_completed)
+    groups = HudiTable.open(root).file_system_view().file_groups("region=us")
+    (group,) = [g for g in groups if g.file_id == V9_US]
+    late = f".{V9_US}_{V9_LATE_DELTACOMMIT}.log.1_0-1-1"
+    if compaction_completed:
+        # Not in the compaction's plan: the log belongs on the slice the compaction made.
+        assert [s.base_instant for s in group.slices] == ["20260307162628304", V9_COMPACTION]
+        assert [log.name for log in group.latest_slice.log_files] == [late]
+    else:
+        # The compaction is pending: the log joins the slice before it, after its logs.
+        assert [s.base_instant for s in group.slices] == ["20260307162628304"]
+        assert [log.name for log in group.latest_slice.log_files][-1] == late
+    assert _shape(_slices(root)) == _hudi_shape(root)
+
+    def rows(batches: pa.Table) -> list[tuple[str, str, str]]:
+        return sorted((r["txn_id"], r["account_id"], str(r["amount"]))
+                      for r in batches.to_pylist())
+
+    ours = rows(hudisql.read_table(str(root)))
+    assert len(ours) == 12 and [r[2] for r in ours].count("777.77") == 1
+    assert ours == rows(pa.Table.from_batches(hudi.HudiTable(str(root)).read()))
 
 
 def test_stray_files_and_folders_are_not_table_files(writable_table: Copy) -> None:

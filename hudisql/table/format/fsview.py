@@ -8,8 +8,11 @@ than ``as_of`` that no rollback names, in file groups no completed replacecommit
 Log files attach to slices by the instant in their name. In version 6 that instant is the
 slice's base instant; a log whose base instant is not visible (a pending compaction's new
 slice) joins the latest visible slice before it, as Hudi's readers merge it. In version 8+
-the name carries the writing deltacommit's instant, and the log belongs to the latest base
-file whose instant is no later than it.
+the name carries the writing deltacommit's *requested* instant, and the log belongs to the
+latest visible base file whose instant is no later than that deltacommit's *completion*
+time (Hudi 1.x's ``HoodieFileGroup.getBaseInstantTime``): a deltacommit that started before
+a compaction was planned but finished after it wrote logs the plan does not hold, so they
+belong on the compaction's new slice.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from hudisql.table.format.filenames import BaseFileName, LogFileName
 from hudisql.table.format.instant import Action
+from hudisql.table.format.lsm_timeline import ArchivedCompletionTimes
 from hudisql.table.format.properties import TableProperties
 from hudisql.table.format.timeline import Timeline
 from hudisql.table.io.storage import FileStatus, Storage
@@ -173,8 +177,11 @@ class FileSystemView:
         self.timeline = timeline
         self.as_of = as_of
         self.visible = VisibleInstants(timeline, as_of)
-        # v6 names a log by its slice's base instant; v8+ by the deltacommit that wrote it.
+        # v6 names a log by its slice's base instant; v8+ by the deltacommit that wrote it,
+        # and slices it by that deltacommit's completion time.
         self._log_names_writer = props.version >= 8
+        self._completion_times: dict[str, str] | None = None
+        self._archived = ArchivedCompletionTimes(storage, props)
         self._listing: dict[str, list[FileStatus]] | None = None
         self._partition_listing: dict[str, list[FileStatus]] = {}
         self._replaced: set[tuple[str, str]] | None = None
@@ -334,13 +341,41 @@ class FileSystemView:
 
     def _slice_for_log(self, log: LogFile, keys: set[str], ordered: list[str]) -> str | None:
         instant = log.base_instant
-        if not self._log_names_writer and instant in keys:
+        if self._log_names_writer:
+            # v8+: the latest visible base no later than the deltacommit's completion. A
+            # pending compaction's base is not visible, so a log that completed after it was
+            # planned joins the slice before it, as Hudi's merged reader view does.
+            index = bisect.bisect_right(ordered, self.completion_time(instant))
+            return ordered[index - 1] if index else None
+        if instant in keys:
             return instant
-        # v8+: the latest base no later than the log's instant. v6: the name's slice is not
-        # visible (a pending or later compaction), so the log joins the latest slice before it.
-        find = bisect.bisect_right if self._log_names_writer else bisect.bisect_left
-        index = find(ordered, instant)
+        # v6: the name's slice is not visible (a pending or later compaction), so the log
+        # joins the latest slice before it.
+        index = bisect.bisect_left(ordered, instant)
         return ordered[index - 1] if index else None
+
+    def completion_time(self, timestamp: str) -> str:
+        """When the visible instant requested at ``timestamp`` completed.
+
+        Read from its completed file's name (timeline layout 2). An instant not on the active
+        timeline was archived: its completion time comes from the LSM history, read only
+        then (Hudi 1.x's ``CompletionTimeQueryViewV2``). An archived instant the
+        history does not hold has its requested time stand in for its completion, as Hudi's
+        version-6 completion-time view and hudi-rs do.
+
+        Raises:
+            CorruptTableError: the LSM history is malformed (names the file).
+        """
+        if self._completion_times is None:
+            self._completion_times = {
+                i.timestamp: i.completion_time
+                for i in self.timeline.completed()
+                if i.completion_time
+            }
+        found = self._completion_times.get(timestamp)
+        if found is None and self.timeline.get(timestamp) is None:
+            found = self._archived.get(timestamp)
+        return found or timestamp
 
 
 def base_files_only(slices: Iterable[FileSlice]) -> list[FileSlice]:

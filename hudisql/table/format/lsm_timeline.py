@@ -1,0 +1,125 @@
+"""Completion times of archived instants, read from a version 8/9 table's LSM history.
+
+Hudi 1.x archives instants into ``.hoodie/timeline/history/`` as an LSM tree of parquet
+files (``<minInstant>_<maxInstant>_<layer>.parquet``, rows of ``HoodieLSMTimelineInstant``:
+``instantTime``, ``completionTime``, ``action``, ...). ``_version_`` holds the latest
+snapshot version N and ``manifest_N`` (JSON, ``{"files": [{"fileName", "fileLen"}]}``)
+names the files of that snapshot; files not in it are compacted away or not yet committed.
+The file-system view needs only the completion times, to slice the logs of an archived
+deltacommit as Hudi's ``CompletionTimeQueryViewV2`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+
+import pyarrow.parquet as pq
+
+from hudisql.errors import CorruptTableError
+from hudisql.table.format.properties import TableProperties
+from hudisql.table.io.storage import Storage
+
+__all__ = ["ArchivedCompletionTimes"]
+
+_VERSION_FILE = "_version_"
+_MANIFEST_PREFIX = "manifest_"
+_DATA_FILE = re.compile(r"^(\d+)_(\d+)_\d+\.parquet$")
+
+
+class ArchivedCompletionTimes:
+    """Completion times of the instants in a table's LSM history, read on demand.
+
+    The manifest is read on the first lookup; a history file only when a looked-up instant
+    time falls in the ``[min, max]`` range its name gives, so a lookup reads one file.
+    """
+
+    def __init__(self, storage: Storage, props: TableProperties) -> None:
+        self.storage = storage
+        self.history = props.archive_dir
+        self._files: list[tuple[str, str, str]] | None = None
+        self._read: dict[str, dict[str, str]] = {}
+
+    def get(self, timestamp: str) -> str | None:
+        """The completion time of the archived instant requested at ``timestamp``, or None
+        when the history does not hold it (or there is no history).
+
+        Raises:
+            CorruptTableError: the manifest or a history file is malformed (names the file).
+        """
+        for low, high, name in self._manifest_files():
+            if low <= timestamp <= high:
+                found = self._times_in(name).get(timestamp)
+                if found is not None:
+                    return found
+        return None
+
+    def _manifest_files(self) -> list[tuple[str, str, str]]:
+        if self._files is not None:
+            return self._files
+        manifest = _latest_manifest(self.storage, self.history)
+        files: list[tuple[str, str, str]] = []
+        if manifest is not None:
+            rel = posixpath.join(self.history, manifest)
+            try:
+                entries = json.loads(self.storage.read_bytes(rel))["files"]
+                names = [str(entry["fileName"]) for entry in entries]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise CorruptTableError(
+                    f"archived timeline manifest {self.storage.uri(rel)} is not valid ({exc}); "
+                    "restore it from a backup, or remove the history folder to read without "
+                    "archived completion times"
+                ) from exc
+            for name in names:
+                match = _DATA_FILE.match(name)
+                if match is None:
+                    raise CorruptTableError(
+                        f"archived timeline manifest {self.storage.uri(rel)} names {name!r}, "
+                        "which is not an LSM history file (<min>_<max>_<layer>.parquet)"
+                    )
+                files.append((match.group(1), match.group(2), name))
+        self._files = files
+        return files
+
+    def _times_in(self, name: str) -> dict[str, str]:
+        times = self._read.get(name)
+        if times is not None:
+            return times
+        path = posixpath.join(self.history, name)
+        try:
+            with self.storage.open_input_file(path) as source:
+                table = pq.read_table(source, columns=["instantTime", "completionTime"])
+        except (OSError, KeyError, ValueError) as exc:
+            raise CorruptTableError(
+                f"archived timeline file {self.storage.uri(path)} cannot be read ({exc})"
+            ) from exc
+        times = {
+            requested: completed
+            for requested, completed in zip(
+                table.column("instantTime").to_pylist(),
+                table.column("completionTime").to_pylist(),
+                strict=True,
+            )
+            if requested and completed
+        }
+        self._read[name] = times
+        return times
+
+
+def _latest_manifest(storage: Storage, history: str) -> str | None:
+    version_file = posixpath.join(history, _VERSION_FILE)
+    if storage.exists(version_file):
+        text = storage.read_bytes(version_file).decode("utf-8", "replace").strip()
+        if text.isdigit():
+            return f"{_MANIFEST_PREFIX}{int(text)}"
+    # Hudi falls back to the highest manifest when the version file is missing or unreadable.
+    if not storage.exists(history):
+        return None
+    versions = [
+        int(status.name[len(_MANIFEST_PREFIX):])
+        for status in storage.list_dir(history)
+        if status.name.startswith(_MANIFEST_PREFIX)
+        and status.name[len(_MANIFEST_PREFIX):].isdigit()
+    ]
+    return f"{_MANIFEST_PREFIX}{max(versions)}" if versions else None
