@@ -322,6 +322,21 @@ def _route_streams(writer_class: Any) -> None:
         found: dict[str, Any] = writer._hudisql_state
         return found
 
+    def partition_by_(self: Any, *cols: Any) -> Any:
+        # Recorded only: Spark refuses a partitioned foreachBatch query, which a hudi query
+        # becomes; another format gets Spark's partitionBy at start (:func:`spark_start`).
+        names = cols[0] if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else cols
+        state(self)["partition_by"] = tuple(str(c) for c in names)
+        return self
+
+    def spark_start(self: Any, name: str, target: str | None, outputMode: str | None,
+                    partitionBy: Any, queryName: str | None, options: dict[str, Any]) -> Any:
+        if partitionBy is not None:  # Spark's start would call our record-only partitionBy
+            partition_by_(self, partitionBy)
+        if state(self)["partition_by"]:
+            original["partitionBy"](self, *state(self)["partition_by"])
+        return original[name](self, target, None, outputMode, None, queryName, **options)
+
     def output_mode_(self: Any, outputMode: str) -> Any:
         state(self)["mode"] = str(outputMode).strip().lower()
         return original["outputMode"](self, outputMode)
@@ -355,8 +370,7 @@ def _route_streams(writer_class: Any) -> None:
                outputMode: str | None = None, partitionBy: Any = None,
                queryName: str | None = None, **options: Any) -> Any:
         if not hudi(self, format, outputMode, partitionBy, queryName, options):
-            return original["start"](self, path, None, outputMode, partitionBy, queryName,
-                                     **options)
+            return spark_start(self, "start", path, outputMode, partitionBy, queryName, options)
         where = path or state(self)["options"].get("path")
         if not where:
             raise WriteError("writeStream.format('hudi').start(): give the table's base path "
@@ -367,12 +381,12 @@ def _route_streams(writer_class: Any) -> None:
                   outputMode: str | None = None, partitionBy: Any = None,
                   queryName: str | None = None, **options: Any) -> Any:
         if not hudi(self, format, outputMode, partitionBy, queryName, options):
-            return original["toTable"](self, tableName, None, outputMode, partitionBy,
-                                       queryName, **options)
+            return spark_start(self, "toTable", tableName, outputMode, partitionBy, queryName,
+                               options)
         return route(self, None, tableName)
 
-    patched = {**recording_methods(original, state), "outputMode": output_mode_, "start": start_,
-               "toTable": to_table_}
+    patched = {**recording_methods(original, state), "partitionBy": partition_by_,
+               "outputMode": output_mode_, "start": start_, "toTable": to_table_}
     for name, method in patched.items():
         setattr(writer_class, name, method)
     writer_class._hudisql_installed = True

@@ -186,8 +186,18 @@ def test_to_table_update_and_complete_output_modes(spark, tmp_path: Path) -> Non
         path = Path(session.table(name).path)
         assert [b for _, b in _batches(path)] == [0, 1, 2]
         assert _rows(spark, path) == _expected(FILES) == _rs_rows(path)
-        # Output mode complete: each batch's result replaces the table's rows.
-        counts = (stream.groupBy("city").count().writeStream.format("hudi")
+        # A partitionBy that contradicts the table's partitioning stops the query, unwritten.
+        before = _batches(path)
+        with pytest.raises(StreamingQueryException,
+                           match=r"partitionBy\('city'\) differs from the table's"):
+            (stream.writeStream.format("hudi").partitionBy("city")
+             .option("hoodie.datasource.write.streaming.checkpoint.identifier", "by_city")
+             .option("checkpointLocation", str(tmp_path / "ck-part")).trigger(availableNow=True)
+             .toTable(name).awaitTermination())
+        assert _batches(path) == before
+        # Output mode complete: each batch's result replaces the table's rows; partitionBy
+        # partitions the new table as the partition path option would.
+        counts = (stream.groupBy("city").count().writeStream.format("hudi").partitionBy("city")
                   .outputMode("complete").options(**{
                       "hoodie.table.name": "counts",
                       "hoodie.datasource.write.recordkey.field": "city"})
@@ -197,6 +207,8 @@ def test_to_table_update_and_complete_output_modes(spark, tmp_path: Path) -> Non
         got = spark.read.format("hudi").load(str(tmp_path / "counts")).select("city", "count")
         assert sorted(tuple(r) for r in got.collect()) == [("la", 5), ("sf", 4)]
         table = HudiTable.open(str(tmp_path / "counts"))
+        assert table.properties.partition_fields == ["city"]
+        assert (tmp_path / "counts" / "la").is_dir()
         assert {i.action for i in table.timeline.completed(WRITE_ACTIONS)} == {"replacecommit"}
         with pytest.raises(WriteError, match="output mode update upserts"):
             (stream.writeStream.format("hudi").outputMode("update")
