@@ -2,7 +2,7 @@
 commit latency at the start and at the end, against the same rows as batch writes.
 
     .venv/bin/python benchmarks/bench_streaming.py [--batches 200] [--rows 10000]
-        [--keys 500000] [--table-type MERGE_ON_READ] [--window 20]
+        [--keys 500000] [--table-type MERGE_ON_READ] [--window 20] [--compaction-every N]
 
 The source is a folder of ``--batches`` parquet files of ``--rows`` rows each (written by
 pyarrow up front, untimed), read by Spark's file source one file per micro-batch
@@ -16,6 +16,11 @@ The baseline writes the same files, one ``df.write.format("hudi").mode("append")
 another table, timed per write. Printed: total rows per second of both, and the p50/p99 of
 the first and last ``--window`` batches (growth between them is the cost of a growing
 timeline and table, for the automatic table services to remove), with the machine's load.
+With ``--compaction-every N`` (a merge-on-read table) the stream compacts asynchronously
+every N deltacommits (``hoodie.datasource.compaction.async.enable``, as Hudi's sink does by
+default) and the batch writes inline at the same cadence; the stream's last compaction is
+waited for (untimed) before the baseline starts, and the compactions each side completed
+are printed.
 """
 
 from __future__ import annotations
@@ -75,6 +80,24 @@ def _row(label: str, total_s: float, rows: int, latencies: list[float], window: 
             f"{last[0]:>9.2f} {last[1]:>9.2f} {total_s:>9.1f}")
 
 
+def _compactions(path: Path) -> int:
+    from hudisql.table.table import HudiTable
+
+    return len(HudiTable.open(str(path)).timeline.completed(["commit"]))
+
+
+def _wait_for_compactions(path: Path, timeout_s: float = 600) -> None:
+    """Wait (untimed) until no compaction of the streamed table is pending: the stream's
+    last one runs on in its thread after the query ends."""
+    from hudisql.table.table import HudiTable
+
+    deadline = time.monotonic() + timeout_s
+    while HudiTable.open(str(path)).timeline.pending(["compaction"]):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"a compaction of {path} is still pending after {timeout_s} s")
+        time.sleep(0.5)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=200)
@@ -82,7 +105,15 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=500_000)
     parser.add_argument("--table-type", default="MERGE_ON_READ")
     parser.add_argument("--window", type=int, default=20)
+    parser.add_argument("--compaction-every", type=int, default=0,
+                        help="compact every N deltacommits (0: never)")
     args = parser.parse_args()
+    every = str(args.compaction_every)
+    stream_extra = ({} if not args.compaction_every else {
+        "hoodie.datasource.compaction.async.enable": "true",
+        "hoodie.compact.inline.max.delta.commits": every})
+    batch_extra = ({} if not args.compaction_every else {
+        "hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": every})
     window = max(1, min(args.window, args.batches // 2 or 1))
     root = Path(tempfile.mkdtemp(prefix="bench-streaming-"))
     try:
@@ -101,7 +132,7 @@ def main() -> None:
                   .parquet(str(root / "src")))
         started = time.perf_counter()
         query = (stream.writeStream.format("hudi")
-                 .options(**_options("streamed", args.table_type))
+                 .options(**_options("streamed", args.table_type), **stream_extra)
                  .option("checkpointLocation", str(root / "ck")).trigger(availableNow=True)
                  .start(str(root / "streamed")))
         query.awaitTermination()
@@ -109,13 +140,15 @@ def main() -> None:
         progress = [p for p in query.recentProgress if p.numInputRows]
         stream_latency = [p.durationMs["addBatch"] / 1000.0 for p in progress]
         assert len(stream_latency) == args.batches, (len(stream_latency), args.batches)
+        _wait_for_compactions(root / "streamed")
 
         batch_latency = []
         started = time.perf_counter()
         for b in range(args.batches):
             df = spark.read.schema(SCHEMA).parquet(str(root / "src" / f"part-{b:05d}.parquet"))
             t0 = time.perf_counter()
-            (df.write.format("hudi").options(**_options("batched", args.table_type))
+            (df.write.format("hudi").options(**_options("batched", args.table_type),
+                                             **batch_extra)
              .mode("append").save(str(root / "batched")))
             batch_latency.append(time.perf_counter() - t0)
         batch_s = time.perf_counter() - started
@@ -135,6 +168,9 @@ def main() -> None:
               f"spent {stream_s - sum(stream_latency):.1f} s outside its batches' writes "
               f"(offsets, commit log, listing, planning); rows that differ between the two "
               f"tables: {same}")
+        if args.compaction_every:
+            print(f"compactions completed: stream {_compactions(root / 'streamed')} "
+                  f"(asynchronous), batch writes {_compactions(root / 'batched')} (inline)")
         spark.stop()
     finally:
         shutil.rmtree(root, ignore_errors=True)

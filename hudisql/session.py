@@ -275,11 +275,26 @@ def _committer_in(session: HudiSession, path: str) -> Committer:
     return _handle_committer(HudiTableHandle(session=session, name=path, path=path))
 
 
+@dataclass(frozen=True)
+class _HandleCommitter:
+    """A committer running saves through ``handle.write`` (session defaults, bracketing);
+    its ``maintenance`` runs the table's services the same way (a stream's asynchronous
+    compaction)."""
+
+    handle: HudiTableHandle
+
+    def __call__(self, df: DataFrame, operation: str, options: dict[str, str]) -> WriteResult:
+        return self.handle.write(df, operation, **options)
+
+    @property
+    def maintenance(self) -> Maintenance:
+        """The table's services with the session's options, runner and bracket."""
+        return self.handle.maintenance
+
+
 def _handle_committer(handle: HudiTableHandle) -> Committer:
-    """A committer running saves through ``handle.write`` (session defaults, bracketing)."""
-    def commit(df: DataFrame, operation: str, options: dict[str, str]) -> WriteResult:
-        return handle.write(df, operation, **options)
-    return commit
+    """A committer running saves through ``handle.write`` (see :class:`_HandleCommitter`)."""
+    return _HandleCommitter(handle)
 
 
 def connect(

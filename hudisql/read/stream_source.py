@@ -17,9 +17,12 @@ records written in it, or with ``hoodie.datasource.query.type=incremental`` and
   written) or
   ``maxBytesPerTrigger`` (bytes written), one of them; ``Trigger.AvailableNow`` reads up to
   the end as of the query's start, in batches of that limit.
-* A start among archived or cleaned instants follows
-  ``hoodie.datasource.read.incr.fallback.fulltablescan.enable`` (a full scan) or fails naming
-  the range, as the incremental query does.
+* A start among archived instants reads them from the archived timeline, or with
+  ``hoodie.datasource.read.incr.fallback.fulltablescan.enable=true`` scans every file group,
+  as the incremental query does (both exact). A start whose state a clean deleted: the
+  latest-state batches read as of their end, which admission control never puts before the
+  clean's earliest retained commit; a CDC stream needs the state before its start, and
+  fails naming the clean and what to do.
 
 One long-lived Python worker serves ``latestOffset``/``partitions``; the table is re-read
 from storage at each call (its timeline moves).
@@ -110,6 +113,17 @@ def _changed_rows(stat: WriteStat) -> int:
     return (changed or stat.num_writes) + stat.num_deletes
 
 
+def _earliest_readable(table: HudiTable) -> str | None:
+    """The last clean's earliest commit to retain (None: no clean yet)."""
+    from hudisql.table.format.service_plans import CleanMetadata
+
+    last = table.timeline.last_completed([Action.CLEAN])
+    if last is None:
+        return None
+    clean = CleanMetadata.parse(table.timeline.read_content(last), last.file_name)
+    return clean.earliest_commit_to_retain or None
+
+
 class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Streams the commits of a Hudi table as micro-batches of incremental queries."""
 
@@ -166,6 +180,9 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if isinstance(limit, ReadAllAvailable):
             return _offset(end)
         rolled_back = table.timeline.rolled_back_instants()
+        # A batch never ends before the last clean's earliest retained commit: reading the
+        # table as of such an end would miss the file slices the clean deleted.
+        readable = _earliest_readable(table)
         used = 0
         admitted: str | None = None
         for instant in table.timeline.completed(WRITE_ACTIONS):
@@ -181,7 +198,8 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 size, cap = sum(s.total_write_bytes for s in stats), limit.max_bytes
             else:  # ReadMinRows and others: not a cap on this source
                 return _offset(end)
-            if admitted is not None and used + size > cap:
+            if admitted is not None and used + size > cap and (
+                    readable is None or admitted >= readable):
                 break
             used += size
             admitted = ts

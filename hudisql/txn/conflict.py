@@ -14,6 +14,7 @@ from hudisql.errors import CommitConflictError, WriteError
 from hudisql.table.format.commit_metadata import CommitMetadata
 from hudisql.table.format.instant import Action
 from hudisql.table.services.clustering import pending_clusterings
+from hudisql.table.services.compaction import COMPACT_OPERATION, on_new_slice
 from hudisql.table.services.log_compaction import (
     LOG_COMPACT_OPERATION,
     file_groups_in_pending_services,
@@ -38,6 +39,19 @@ _WRITE_ACTIONS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT, Actio
 def _touched(metadata: CommitMetadata) -> set[tuple[str, str]]:
     """(partition, file id) of every file group a commit wrote or replaced."""
     touched = {(s.partition_path or "", s.file_id) for s in metadata.write_stats()}
+    for partition, file_ids in metadata.partition_to_replace_file_ids.items():
+        touched.update((partition, file_id) for file_id in file_ids)
+    return touched
+
+
+def _off_new_slice(metadata: CommitMetadata, compaction: str) -> set[tuple[str, str]]:
+    """The file groups a write touched other than with log files on the new slice of the
+    compaction ``compaction`` (written while it was pending, which it cannot hide)."""
+    touched = set()
+    for stat in metadata.write_stats():
+        names = [n for n in (stat.path, *(stat.log_files or ())) if n]
+        if not names or not all(on_new_slice(n, compaction) for n in names):
+            touched.add((stat.partition_path or "", stat.file_id))
     for partition, file_ids in metadata.partition_to_replace_file_ids.items():
         touched.update((partition, file_id) for file_id in file_ids)
     return touched
@@ -112,7 +126,11 @@ def check_write_conflicts(
             # A log compaction only replaces blocks that readers merge in their place
             # (RFC-48): it never conflicts with a write, whatever the file groups.
             continue
-        clash = sorted(ours & _touched(theirs))
+        mine = ours
+        if theirs.operation_type == COMPACT_OPERATION:
+            # Log files written on the compaction's new slice are not hidden by it.
+            mine = _off_new_slice(metadata, other.timestamp)
+        clash = sorted(mine & _touched(theirs))
         if clash:
             groups = ", ".join(f"{p or '<root>'}/{f}" for p, f in clash[:10])
             raise CommitConflictError(

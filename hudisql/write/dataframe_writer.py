@@ -132,9 +132,11 @@ def _check_against_table(request: SaveRequest, table: HudiTable) -> None:
     ]
     for key, given, stored in checks:
         if given and given != stored:
-            shown = request.options.get(key, ",".join(request.partition_by))
-            raise _fail(request.path, f"option {key}={shown!r} differs from the table's "
-                                      f"{stored!r}; drop the option or match the table")
+            named = f"option {key}={request.options.get(key)!r}"
+            if key not in request.options:  # given by partitionBy
+                named = f"partitionBy({', '.join(map(repr, request.partition_by))})"
+            raise _fail(request.path, f"{named} differs from the table's {key} "
+                                      f"{stored!r}; drop it or match the table")
     kind = request.options.get(TABLE_TYPE)
     if kind and _TABLE_TYPES.get(kind.strip().upper()) != props.table_type:
         raise _fail(request.path, f"option {TABLE_TYPE}={kind!r} differs from the table's "

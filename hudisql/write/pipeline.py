@@ -84,6 +84,7 @@ from hudisql.table.format.log.format import DeleteRecord
 from hudisql.table.format.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.io.heap import keep_freed_memory
 from hudisql.table.services.clustering import clustered_groups
+from hudisql.table.services.compaction import pending_compaction_bases
 from hudisql.table.table import HudiTable
 from hudisql.table.write.files import (
     DEFAULT_COMPRESSION,
@@ -273,11 +274,13 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
                   expressions: Mapping[str, str] | None = None,
                   rewrite: frozenset[tuple[str, str]] = frozenset(),
                   change_columns: tuple[str, ...] | None = None,
-                  stats_columns: tuple[str, ...] | None = None) -> Any:
+                  stats_columns: tuple[str, ...] | None = None,
+                  compacting: Mapping[tuple[str, str], str] | None = None) -> Any:
     """The write task. With ``change_columns`` (the table keeps a record or secondary
     index), each file group's :class:`RowChanges` go back with its write stat; with
     ``stats_columns`` (column or partition stats), each log file's column ranges (the
-    metadata participant would otherwise decode it), pickled."""
+    metadata participant would otherwise decode it), pickled. ``compacting``: the file
+    groups in a pending compaction and its instant (their log files go on its new slice)."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         keep_freed_memory()
@@ -300,7 +303,8 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
             stat, changes, ranges = _write_group(
                 table, spec, operation, instant, token, attempt, group,
                 slices.get((partition, file_id)), partition, file_id, expressions,
-                (partition, file_id) in rewrite, change_columns, stats_columns)
+                (partition, file_id) in rewrite, change_columns, stats_columns,
+                (compacting or {}).get((partition, file_id)))
             yield pa.RecordBatch.from_pylist(
                 [{"stat": json.dumps(stat.to_dict()), "attempt": attempt,
                   "changes": None if changes is None else changes.to_ipc(),
@@ -317,6 +321,7 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
                  file_id: str, expressions: Mapping[str, str] | None = None,
                  rewrite: bool = False, change_columns: tuple[str, ...] | None = None,
                  stats_columns: tuple[str, ...] | None = None,
+                 new_slice: str | None = None,
                  ) -> tuple[WriteStat, RowChanges | None, list[ColumnRange] | None]:
     """Write one file group's part of the write in this task; returns its write stat,
     with ``change_columns`` its rows' changes, and with ``stats_columns`` the column
@@ -324,6 +329,8 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
 
     ``rewrite``: a merge-on-read small file, rewritten as a new base file (as
     copy-on-write slices always are) instead of getting a log file when inserts reach it.
+    ``new_slice``: the instant of a pending compaction of the group: its log files go on
+    the slice that compaction starts, as Hudi writes them (the compaction cannot hide them).
     """
     if _INSERTED in group.column_names:
         rewrite = rewrite and bool(pc.any(group.column(_INSERTED)).as_py())
@@ -369,8 +376,10 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
                                spec.schema_text, compression=spec.compression), changes, None
     if spec.is_mor and not rewrite:
         base_file = file_slice.base_file.name if file_slice.base_file is not None else None
-        stat = write_log_file(storage, partition, file_id, file_slice.base_instant, instant,
-                              token, records, spec.schema_text, deletes=work.deletes,
+        if new_slice is not None:
+            base_file = None  # the compaction's base file is not written yet
+        stat = write_log_file(storage, partition, file_id, new_slice or file_slice.base_instant,
+                              instant, token, records, spec.schema_text, deletes=work.deletes,
                               attempt=attempt, base_file=base_file, num_updates=work.updates,
                               expressions=expressions, block_format=spec.block_format,
                               compression=spec.compression)
@@ -585,6 +594,7 @@ class SparkWriter:
                                  "the table; insert adds new records only: use upsert")
         new_groups = 0
         rewrite: frozenset[tuple[str, str]] = frozenset()
+        compacting = pending_compaction_bases(table.timeline) if spec.is_mor else {}
         if op == "delete" or expressions is not None:  # an expression updates stored keys only
             tagged = tagged.where(F.col(_FILE_ID).isNotNull())
         else:
@@ -595,7 +605,8 @@ class SparkWriter:
                 # The index places inserts (BUCKET): no small-file handling, as in Hudi.
                 tagged, new_groups = tagging.place(tagged)
             else:
-                held = clustered_groups(table.timeline)  # never grow a group being clustered
+                # Never grow a group being clustered or compacted (as Hudi's small files).
+                held = clustered_groups(table.timeline) | set(compacting)
                 small = ({} if op not in ("upsert", "insert") else small_files(
                     [s for k, s in slices.items() if k not in held], spec.is_mor, sizing,
                     average_record_size(table.timeline, sizing)))
@@ -613,7 +624,7 @@ class SparkWriter:
         fault = self.options.get(FAULT_AFTER_FILES)
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
                                expressions, rewrite, row_change_columns(table),
-                               file_stats_columns(table))
+                               file_stats_columns(table), compacting)
         out = tagged.repartition(groups, _FILE_ID).mapInArrow(writer, _STATS_SCHEMA)
         # At most this many file groups: the touched partitions' slices and the new ids.
         progress.stage("writing file slices", total=len(slices) + new_groups)

@@ -8,7 +8,10 @@ So a query whose format is ``hudi`` is started as a ``foreachBatch`` query inste
 micro-batch with its id and writes it as ``df.write.format("hudi")`` would (the same options,
 table creation on the first batch, the session's defaults and, for a managed catalog table, a
 catalog write id), one commit per batch, the inline table services after it
-(``hoodie.compact.inline``, ``hoodie.log.compaction.inline``).
+(``hoodie.compact.inline``, ``hoodie.log.compaction.inline``). With Hudi's
+``hoodie.datasource.compaction.async.enable=true`` a due compaction is planned after the
+batch and run in a thread while the next batches write
+(:mod:`hudisql.write.stream_compaction`).
 
 Exactly once (:mod:`hudisql.txn.stream_checkpoint`): each commit records the batch id under
 Hudi's ``_hudi_streaming_sink_checkpoint``; a batch the writer committed already (Spark
@@ -43,6 +46,7 @@ from hudisql.errors import (
     TableNotFoundError,
     WriteError,
 )
+from hudisql.services.maintenance import Maintenance
 from hudisql.txn.stream_checkpoint import (
     BATCH_ID,
     BatchAlreadyCommittedError,
@@ -56,26 +60,24 @@ from hudisql.write.dataframe_writer import (
     recording_methods,
     save,
 )
+from hudisql.write.stream_compaction import (
+    ASYNC_COMPACTION,
+    AsyncCompactor,
+    async_compaction_asked,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["HudiStreamSink", "StreamBinder", "StreamTarget", "install"]
+__all__ = ["ASYNC_COMPACTION", "HudiStreamSink", "StreamBinder", "StreamTarget", "install"]
 
 _LOG = logging.getLogger(__name__)
 
 RETRY_COUNT = "hoodie.datasource.write.streaming.retry.count"
 RETRY_INTERVAL_MS = "hoodie.datasource.write.streaming.retry.interval.ms"
 IGNORE_FAILED_BATCH = "hoodie.datasource.write.streaming.ignore.failed.batch"
-#: Hudi's asynchronous compaction of a streamed merge-on-read table. hudisql has none: asked
-#: for, it compacts inline after the batch that makes a compaction due
-#: (``hoodie.compact.inline.max.delta.commits``), stalling that batch only, and says so.
-ASYNC_COMPACTION = "hoodie.datasource.compaction.async.enable"
 COMPACT_INLINE = "hoodie.compact.inline"
 OUTPUT_MODES = ("append", "complete", "update")
-#: Fault injection for tests: after committing the batch of this id, the sink fails (as a
-#: driver dying between the table's commit and Spark's commit marker would).
-FAULT_AFTER_COMMIT = "hudisql.write.streaming.fault.after.commit"
 
 #: Opens, in the process a micro-batch runs in, who commits its write: given the batch's
 #: SparkSession and the sink's opaque session spec, the committer lookup ``save`` consults.
@@ -131,6 +133,7 @@ class HudiStreamSink:
     #: Sleeps between attempts (tests replace it).
     sleep: Callable[[float], None] = time.sleep
     _opened: dict[int, tuple[Any, CommitterLookup]] = field(default_factory=dict, repr=False)
+    _compactor: AsyncCompactor | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         options = self.target.options
@@ -153,28 +156,21 @@ class HudiStreamSink:
                              f"{operation!r} contradicts: drop the option or use output mode "
                              "append")
         self.identifier = identifier_of(options)
-        self.compact_inline = self._async_compaction(options, label)
+        # An explicit hoodie.compact.inline=true wins: the batch that makes it due compacts.
+        inline = str(options.get(COMPACT_INLINE, "false")).strip().lower() == "true"
+        self.compact_async = async_compaction_asked(options, label) and not inline
 
-    @staticmethod
-    def _async_compaction(options: dict[str, str], label: str) -> bool:
-        """True when the query asked for Hudi's asynchronous compaction, which hudisql
-        carries out inline after the batch that makes it due (a warning says so)."""
-        asked = str(options.get(ASYNC_COMPACTION, "false")).strip().lower()
-        if asked not in ("true", "false"):
-            raise WriteError(f"writeStream.format('hudi') to {label}: option "
-                             f"{ASYNC_COMPACTION}={asked!r} is not true or false")
-        if asked == "false" or COMPACT_INLINE in options:
-            return False
-        _LOG.warning(
-            "writeStream.format('hudi') to %s: %s=true: hudisql has no asynchronous "
-            "compaction; it compacts inline after the batch that makes a compaction due "
-            "(hoodie.compact.inline.max.delta.commits), which stalls that batch only",
-            label, ASYNC_COMPACTION)
-        return True
+    @property
+    def compactor(self) -> AsyncCompactor | None:
+        """The query's asynchronous compactor (None: not asked for)."""
+        if self.compact_async and self._compactor is None:
+            self._compactor = AsyncCompactor(self.target.label)
+        return self._compactor
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_opened"] = {}  # sessions of this process stay here
+        state["_compactor"] = None  # so do its threads
         return state
 
     def _committer_lookup(self, spark: SparkSession) -> CommitterLookup:
@@ -185,10 +181,19 @@ class HudiStreamSink:
             self._opened[id(spark)] = found
         return found[1]
 
+    def _maintenance(self, spark: SparkSession) -> Maintenance:
+        """The table's services as the committing session runs them (its options, runner,
+        catalog bracket), or with the query's options alone."""
+        committer = self._committer_lookup(spark)(spark, self.path)
+        found = getattr(committer, "maintenance", None)
+        if isinstance(found, Maintenance):
+            return found
+        from hudisql.services.runner import SparkRunner
+
+        return Maintenance(self.path, dict(self.target.options), SparkRunner(spark))
+
     def _request(self, batch_id: int) -> SaveRequest:
         options = {**self.target.options, BATCH_ID: str(batch_id)}
-        if self.compact_inline:
-            options[COMPACT_INLINE] = "true"
         mode = "append"
         if self.target.output_mode == "complete":
             mode = "overwrite"
@@ -218,12 +223,22 @@ class HudiStreamSink:
         Raises:
             StreamingCheckpointError: a later batch of this writer is committed (reset
                 checkpoint, shared identifier); nothing written.
-            StreamingWriteError: the batch failed on every attempt (each rolled back).
+            StreamingWriteError: the batch failed on every attempt (each rolled back), or
+                the asynchronous compaction failed (the batch is committed; a restart
+                skips it and runs the compaction again).
         """
+        compactor = self.compactor
+        if compactor is not None:
+            compactor.check()  # a failed asynchronous compaction stops the query
         done = self._committed(batch_id)
         if done is not None:
             self._skip(batch_id, done)
-            return
+        else:
+            self._write_once(df, batch_id)
+        if compactor is not None:  # a replay too: a plan left requested runs again
+            compactor.after_commit(self._maintenance(df.sparkSession), self.target.options)
+
+    def _write_once(self, df: DataFrame, batch_id: int) -> None:
         from pyspark import StorageLevel
 
         # Computed once for the write's jobs (staging, tagging, files). An empty batch is an
@@ -233,8 +248,6 @@ class HudiStreamSink:
             self._write(frame, batch_id)
         finally:
             frame.unpersist()
-        if self.target.options.get(FAULT_AFTER_COMMIT) == str(batch_id):
-            raise RuntimeError(f"injected failure after the commit of batch {batch_id}")
 
     def _write(self, frame: DataFrame, batch_id: int) -> None:
         lookup = self._committer_lookup(frame.sparkSession)
@@ -309,6 +322,21 @@ def _route_streams(writer_class: Any) -> None:
         found: dict[str, Any] = writer._hudisql_state
         return found
 
+    def partition_by_(self: Any, *cols: Any) -> Any:
+        # Recorded only: Spark refuses a partitioned foreachBatch query, which a hudi query
+        # becomes; another format gets Spark's partitionBy at start (:func:`spark_start`).
+        names = cols[0] if len(cols) == 1 and isinstance(cols[0], (list, tuple)) else cols
+        state(self)["partition_by"] = tuple(str(c) for c in names)
+        return self
+
+    def spark_start(self: Any, name: str, target: str | None, outputMode: str | None,
+                    partitionBy: Any, queryName: str | None, options: dict[str, Any]) -> Any:
+        if partitionBy is not None:  # Spark's start would call our record-only partitionBy
+            partition_by_(self, partitionBy)
+        if state(self)["partition_by"]:
+            original["partitionBy"](self, *state(self)["partition_by"])
+        return original[name](self, target, None, outputMode, None, queryName, **options)
+
     def output_mode_(self: Any, outputMode: str) -> Any:
         state(self)["mode"] = str(outputMode).strip().lower()
         return original["outputMode"](self, outputMode)
@@ -342,8 +370,7 @@ def _route_streams(writer_class: Any) -> None:
                outputMode: str | None = None, partitionBy: Any = None,
                queryName: str | None = None, **options: Any) -> Any:
         if not hudi(self, format, outputMode, partitionBy, queryName, options):
-            return original["start"](self, path, None, outputMode, partitionBy, queryName,
-                                     **options)
+            return spark_start(self, "start", path, outputMode, partitionBy, queryName, options)
         where = path or state(self)["options"].get("path")
         if not where:
             raise WriteError("writeStream.format('hudi').start(): give the table's base path "
@@ -354,12 +381,12 @@ def _route_streams(writer_class: Any) -> None:
                   outputMode: str | None = None, partitionBy: Any = None,
                   queryName: str | None = None, **options: Any) -> Any:
         if not hudi(self, format, outputMode, partitionBy, queryName, options):
-            return original["toTable"](self, tableName, None, outputMode, partitionBy,
-                                       queryName, **options)
+            return spark_start(self, "toTable", tableName, outputMode, partitionBy, queryName,
+                               options)
         return route(self, None, tableName)
 
-    patched = {**recording_methods(original, state), "outputMode": output_mode_, "start": start_,
-               "toTable": to_table_}
+    patched = {**recording_methods(original, state), "partitionBy": partition_by_,
+               "outputMode": output_mode_, "start": start_, "toTable": to_table_}
     for name, method in patched.items():
         setattr(writer_class, name, method)
     writer_class._hudisql_installed = True

@@ -84,3 +84,56 @@ def test_available_now_fixes_the_end(history: History) -> None:
     assert _reader(history).latestOffset(reader.initialOffset(), ReadAllAvailable()) == {
         "commitTime": later}
     assert reader.partitions({"commitTime": history.late}, {"commitTime": history.late}) == []
+
+
+def _streamed(reader: HudiStreamReader, start: dict[str, str], end: dict[str, str]
+              ) -> list[tuple[object, ...]]:
+    """The rows of the batch ``(start, end]``, read as Spark's tasks read them."""
+    import pyarrow as pa
+
+    batches = [b for p in reader.partitions(start, end) for b in reader.read(p)]
+    rows = pa.Table.from_batches(batches).select(["uuid", "ts", "fare"]) if batches else None
+    return [] if rows is None else sorted(zip(*rows.to_pydict().values(), strict=True))
+
+
+def test_a_start_archived_or_cleaned(tmp_path: Path) -> None:
+    """A start offset among archived instants reads them (from the archived timeline, or a
+    full scan with the fallback), exactly; batches never end where a clean deleted the
+    state; a CDC stream whose earlier state was cleaned fails naming the clean."""
+    from hudisql.services.archive import run_archive
+    from hudisql.services.clean import run_clean
+    from hudisql.table.read.incremental import FULL_SCAN_FALLBACK, read_incremental
+
+    history = make_history(tmp_path, "COPY_ON_WRITE")  # a clean deletes older base files
+    client = WriteClient(history.table())
+    for i in range(4):
+        client.upsert(records([10 + i], 5 + i, 600.0 + i))
+    clean = run_clean(history.table(), {"hoodie.cleaner.commits.retained": "2"})
+    assert clean is not None
+    retained = clean.earliest_commit_to_retain
+    # Before archival the cleaned instants are still active: one row per trigger would end
+    # the first batch at the update, whose file slices the clean deleted; it ends at the
+    # earliest retained commit instead.
+    reader = _reader(history, **{START: history.insert})
+    start = reader.initialOffset()
+    assert reader.latestOffset(start, ReadMaxRows(1)) == {"commitTime": retained}
+    run_archive(history.table(), {"hoodie.keep.min.commits": "2",
+                                  "hoodie.keep.max.commits": "3"})
+    table = history.table()
+    assert table.timeline.get(history.insert) is None  # archived
+    expected = sorted(zip(*read_incremental(table, history.insert).select(
+        ["uuid", "ts", "fare"]).to_pydict().values(), strict=True))
+    assert {r[0] for r in expected} >= {"k00", "k10", "k13", "k24"}
+    for fallback in ("false", "true"):
+        reader = _reader(history, **{START: history.insert, FULL_SCAN_FALLBACK: fallback})
+        start = reader.initialOffset()
+        assert start == {"commitTime": history.insert}
+        assert _streamed(reader, start, reader.latestOffset(start, ReadAllAvailable())) \
+            == expected
+    cdc = _reader(history, **{START: history.insert,
+                              "hoodie.datasource.query.type": "incremental",
+                              "hoodie.datasource.query.incremental.format": "cdc"})
+    start = cdc.initialOffset()
+    with pytest.raises(ReadOptionError, match=f"cannot be read as of {history.insert}: that "
+                                              "instant was cleaned"):
+        cdc.partitions(start, cdc.latestOffset(start, ReadAllAvailable()))

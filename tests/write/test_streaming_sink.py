@@ -1,6 +1,7 @@
 """``writeStream.format("hudi")`` exactly once, with a real checkpoint folder and Spark's own
 restarts: a replayed batch (its commit marker deleted) is skipped, a failure between the
-table's commit and Spark's is skipped on restart, a reset checkpoint with the same identifier
+table's commit and Spark's (here an asynchronous compaction's, reported by the batch after
+it) is skipped on restart, a reset checkpoint with the same identifier
 is refused, and a driver SIGKILLed mid-batch leaves an instant the next run rolls back before
 it writes the batch once. Every table written equals the batch write of the same rows (also
 read through hudi-rs), with one completed write instant per batch id.
@@ -110,25 +111,6 @@ def test_replayed_batch_is_skipped_and_reset_checkpoint_refused(
     assert sorted(p.name for p in (table / ".hoodie").iterdir()) == before
 
 
-@pytest.mark.slow
-def test_failure_between_the_commit_and_sparks_is_skipped_on_restart(
-        spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    stream = _source(spark, tmp_path, FILES)
-    table, checkpoint = tmp_path / "events", tmp_path / "ck"
-    # Table services while streaming: an inline compaction every 2 deltacommits.
-    services = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "2"}
-    # (b) batch 1 commits to the table, then the sink fails before Spark's commit marker.
-    with pytest.raises(StreamingQueryException, match="injected failure after the commit"):
-        _run(stream, table, checkpoint,
-             **{"hudisql.write.streaming.fault.after.commit": "1"}, **services)
-    assert [b for _, b in _batches(table)] == [0, 1]
-    assert not (checkpoint / "commits" / "1").exists()
-    _run(stream, table, checkpoint, **services)
-    assert [b for _, b in _batches(table)] == [0, 1, 2]
-    assert HudiTable.open(str(table)).timeline.completed(["commit"])  # the compaction
-    assert _rows(spark, table) == _expected(FILES) == _rs_rows(table)
-
-
 _KILLED_DRIVER = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
@@ -204,8 +186,18 @@ def test_to_table_update_and_complete_output_modes(spark, tmp_path: Path) -> Non
         path = Path(session.table(name).path)
         assert [b for _, b in _batches(path)] == [0, 1, 2]
         assert _rows(spark, path) == _expected(FILES) == _rs_rows(path)
-        # Output mode complete: each batch's result replaces the table's rows.
-        counts = (stream.groupBy("city").count().writeStream.format("hudi")
+        # A partitionBy that contradicts the table's partitioning stops the query, unwritten.
+        before = _batches(path)
+        with pytest.raises(StreamingQueryException,
+                           match=r"partitionBy\('city'\) differs from the table's"):
+            (stream.writeStream.format("hudi").partitionBy("city")
+             .option("hoodie.datasource.write.streaming.checkpoint.identifier", "by_city")
+             .option("checkpointLocation", str(tmp_path / "ck-part")).trigger(availableNow=True)
+             .toTable(name).awaitTermination())
+        assert _batches(path) == before
+        # Output mode complete: each batch's result replaces the table's rows; partitionBy
+        # partitions the new table as the partition path option would.
+        counts = (stream.groupBy("city").count().writeStream.format("hudi").partitionBy("city")
                   .outputMode("complete").options(**{
                       "hoodie.table.name": "counts",
                       "hoodie.datasource.write.recordkey.field": "city"})
@@ -215,6 +207,8 @@ def test_to_table_update_and_complete_output_modes(spark, tmp_path: Path) -> Non
         got = spark.read.format("hudi").load(str(tmp_path / "counts")).select("city", "count")
         assert sorted(tuple(r) for r in got.collect()) == [("la", 5), ("sf", 4)]
         table = HudiTable.open(str(tmp_path / "counts"))
+        assert table.properties.partition_fields == ["city"]
+        assert (tmp_path / "counts" / "la").is_dir()
         assert {i.action for i in table.timeline.completed(WRITE_ACTIONS)} == {"replacecommit"}
         with pytest.raises(WriteError, match="output mode update upserts"):
             (stream.writeStream.format("hudi").outputMode("update")
@@ -249,3 +243,95 @@ def test_a_failed_attempt_is_rolled_back_and_retried(
     assert failed and failed[0] in table.timeline.rolled_back_instants()
     assert [b for _, b in _batches(tmp_path / "events")] == [0]
     assert _rows(spark, tmp_path / "events") == _expected(FILES[:1])
+
+
+#: Five source files, one micro-batch each, for the asynchronous compaction.
+FILES5 = [[(i, f"k{j}", float(10 * i + j), "sf" if j % 2 else "la") for j in range(i, i + 3)]
+          for i in range(5)]
+
+
+@pytest.mark.slow
+def test_async_compaction_runs_beside_the_batches_and_its_failure_stops_the_query(
+        spark, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Hudi's async compaction: planned after batch 1, held at its last step while batch 2
+    commits (its logs go on the compaction's new slice), then completed with every file
+    group; the next one fails, and batch 4, committed meanwhile, stops the query with the
+    cause before Spark's commit: (b) the restart skips batch 4 and runs the compaction
+    again."""
+    import threading
+
+    import hudisql
+    from hudisql.write import stream_compaction
+
+    session = hudisql.connect(spark)  # the newest session over spark: the sink's
+    path = tmp_path / "events"
+    seen: dict[str, object] = {}
+    batch2_done, first_done, batch4_started, second_failed, second_done = (
+        threading.Event(), threading.Event(), threading.Event(), threading.Event(),
+        threading.Event())
+    writes: list[str] = []
+    compactions: list[str] = []
+
+    def on_write(event: str, instant: str) -> None:
+        if event == "completed":
+            writes.append(instant)
+            if len(writes) == 3:
+                batch2_done.set()
+        elif event == "written" and len(writes) == 3:  # batch 3 plans the next compaction
+            assert first_done.wait(120)
+        elif event == "inflight" and len(writes) == 4:
+            batch4_started.set()
+        elif event == "written" and len(writes) == 4:  # batch 4 reports the failure
+            assert second_failed.wait(120)
+
+    def on_compaction(event: str, instant: str) -> None:
+        if event == "inflight" and instant not in compactions:
+            compactions.append(instant)
+            if len(compactions) == 2:  # fails while batch 4 writes
+                assert batch4_started.wait(120)
+                raise RuntimeError(f"injected failure of compaction {instant}")
+        elif event == "written" and instant == compactions[0]:
+            seen["held"] = batch2_done.wait(120)  # batch 2 commits while we wait
+            timeline = HudiTable.open(str(path)).timeline
+            seen["pending"] = [i.timestamp for i in timeline.pending()]
+        elif event == "async_done":
+            (first_done if instant == compactions[0] else second_done).set()
+        elif event == "async_failed":
+            second_failed.set()
+
+    session.router.on_write_step = on_write  # type: ignore[union-attr]
+    stream_compaction.set_step_hook(on_compaction)
+    services = {"hoodie.datasource.compaction.async.enable": "true",
+                "hoodie.compact.inline.max.delta.commits": "2"}
+    try:
+        stream = _source(spark, tmp_path, FILES5)
+        with pytest.raises(StreamingQueryException,
+                           match=r"asynchronous compaction .* failed .*injected failure"):
+            _run(stream, path, tmp_path / "ck", **services)
+        assert seen == {"held": True, "pending": [compactions[0]]}
+        assert not (tmp_path / "ck" / "commits" / "4").exists()
+        first, second = compactions
+        table = HudiTable.open(str(path))
+        # Batch 2 (started after the plan) wrote on the new slice of the planned file
+        # groups; the compaction kept them all (its base files do not hide those logs).
+        batch2 = table.timeline.commit_metadata(table.timeline.get(writes[2]))
+        on_new = {s.file_id for s in batch2.write_stats() if s.prev_commit == first}
+        compacted = table.timeline.commit_metadata(table.timeline.get(first))
+        assert writes[2] > first and on_new
+        assert on_new <= {s.file_id for s in compacted.write_stats()}
+        assert [i.timestamp for i in table.timeline.pending()] == [second]
+        assert table.timeline.get(second).is_requested  # reverted, its plan kept
+        # Batch 4 committed (on the pending compaction's new slice), read exactly meanwhile.
+        assert [b for _, b in _batches(path)] == [0, 1, 2, 3, 4]
+        assert _rows(spark, path) == _expected(FILES5)
+        # The restart skips the replayed batch 4 and runs the compaction again.
+        _run(stream, path, tmp_path / "ck", **services)
+        assert second_done.wait(120)
+    finally:
+        stream_compaction.set_step_hook(None)
+        session.close()
+    table = HudiTable.open(str(path))
+    assert not table.timeline.pending()
+    assert [i.timestamp for i in table.timeline.completed(["commit"])] == [first, second]
+    assert [b for _, b in _batches(path)] == [0, 1, 2, 3, 4]
+    assert _rows(spark, path) == _expected(FILES5) == _rs_rows(path)

@@ -12,11 +12,17 @@ compaction merges what was committed when it was planned. The plan is Hudi's
 files, merged as a reader sees them) and writes it as a new base file at the compaction's
 instant (a pure function Spark executors run, one task per slice); records keep their
 ``_hoodie_commit_time`` and ``_hoodie_commit_seqno``. The instant completes as a ``commit``
-with operation ``COMPACT``. Writers keep naming their log files by the latest *completed*
-base instant, so a compaction that lands after another write to one of its file groups
-would hide that write: the commit leaves such file groups out (:func:`late_writes`), and a
-writer that started before the compaction completed conflicts with it (optimistic
-concurrency) and is rolled back.
+with operation ``COMPACT``.
+
+**Writes while a compaction is pending.** As in Hudi, a writer that finds a file group in
+a pending compaction (:func:`pending_compaction_bases`) writes its log files on the new
+slice, named by the compaction's instant (:func:`on_new_slice`): readers merge them into
+the latest visible slice until the compaction completes, and into its new base file after;
+the compaction neither hides them nor conflicts with them, so it can run while a stream
+keeps writing. A write that named its log files by the old slice (it tagged before the
+plan existed) would be hidden by the new base file: the compaction's commit leaves such
+file groups out (:func:`late_writes`), and a writer that completes after the compaction
+conflicts with it (optimistic concurrency) and is rolled back.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ __all__ = [
     "compaction_metadata",
     "execute_slice",
     "late_writes",
+    "on_new_slice",
+    "pending_compaction_bases",
     "plan_slice",
     "restart_compaction",
     "revert_compaction",
@@ -196,7 +204,8 @@ def execute_slice(
 
 def late_writes(timeline: Timeline, plan: CompactionPlan, instant_time: str) -> set[str]:
     """File ids of ``plan`` that a write other than a log compaction touched with log files
-    the plan does not hold (completed or pending): compacting them would hide that write."""
+    the plan does not hold (completed or pending): compacting them would hide that write.
+    Log files on the compaction's new slice (:func:`on_new_slice`) hide nothing."""
     planned = {op.file_id: set(op.delta_file_paths) for op in plan.operations}
     hit: set[str] = set()
     for instant in timeline.instants:
@@ -209,13 +218,32 @@ def late_writes(timeline: Timeline, plan: CompactionPlan, instant_time: str) -> 
             continue  # it will conflict with this compaction when it commits
         stats = timeline.commit_metadata(instant).write_stats()
         for stat in stats:
-            names = {posixpath.basename(n) for n in (stat.path, *stat.log_files) if n}
+            names = {posixpath.basename(n) for n in (stat.path, *stat.log_files)
+                     if n and not on_new_slice(n, instant_time)}
             files = planned.get(stat.file_id)
             if files is not None and not names <= files and instant.timestamp > min(
                     (op.base_instant_time for op in plan.operations
                      if op.file_id == stat.file_id), default=""):
                 hit.add(stat.file_id)
     return hit
+
+
+def pending_compaction_bases(timeline: Timeline) -> dict[tuple[str, str], str]:
+    """``(partition, file_id)`` of each file group in a pending compaction, mapped to the
+    compaction's instant: the base instant a writer names its log files by (the new slice)."""
+    bases: dict[tuple[str, str], str] = {}
+    for instant in timeline.pending([Action.COMPACTION]):
+        plan = compaction_plan(timeline, instant.timestamp, Action.COMPACTION)
+        for group in plan.file_groups():
+            bases[group] = instant.timestamp
+    return bases
+
+
+def on_new_slice(name: str, compaction_instant: str) -> bool:
+    """True when ``name`` is a log file of the slice the compaction at
+    ``compaction_instant`` starts (written while it was pending)."""
+    parsed = LogFileName.parse(posixpath.basename(name))
+    return parsed is not None and parsed.base_instant == compaction_instant
 
 
 def revert_compaction(storage: Storage, timeline: Timeline, instant_time: str) -> None:
