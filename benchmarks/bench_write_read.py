@@ -42,6 +42,11 @@ upsert timed per index type runs after the untimed work above has warmed the ses
 Python workers). The machine may be shared: each upsert row also prints the CPU seconds
 of the run (this process and all under it: the JVM, the Python workers; delta-rs runs in
 this process), the steadier figure under load.
+
+Issue 29's scans (:func:`scan_figures`, also alone with ``--scans-only``): a full scan of
+an upserted MOR table, through ``spark.read.format("hudi")`` and ``t.read()``, against Spark
+reading plain parquet of the same rows (goal <= 1.5) and against hudi-rs (goal <= 1.0),
+and a read-optimized scan against plain parquet of the base files' rows (reported).
 """
 
 from __future__ import annotations
@@ -373,6 +378,8 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=4,
                         help="buckets per partition of the BUCKET table")
     parser.add_argument("--no-reads", action="store_true", help="time the upserts only")
+    parser.add_argument("--scans-only", action="store_true",
+                        help="only the scan figures of issue 29 (scan_figures)")
     parser.add_argument("--skipping-rows", type=int, default=None,
                         help="rows of the data-skipping table (point lookup, range query; "
                         "default --rows, 0 skips it)")
@@ -383,6 +390,13 @@ def main() -> None:
     session = hudisql.connect(warehouse=work / "wh", conf={
         "spark.master": "local[2]", COMPRESSION_CODEC: args.codec})
     spark = session.spark
+    if args.scans_only:
+        try:
+            _print_scans(args, scan_figures(session, work, args))
+        finally:
+            session.stop()
+            shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         path = str(work / "hudi")
         create_table(path, "bench", SCHEMA, "uuid", "city", "ts", "MERGE_ON_READ")
@@ -467,6 +481,7 @@ def main() -> None:
         t_parquet_narrow, t_floor, t_hudi_rs = (best["parquet_narrow"], best["floor"],
                                                 best["hudi_rs"])
         rows = final_rows
+        scans = scan_figures(session, work, args)
     finally:
         session.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -486,6 +501,75 @@ def main() -> None:
     print(f"{'Python source floor vs parquet':<34}{t_floor:>10.2f}{t_parquet_read:>12.2f}"
           f"{t_floor / t_parquet_read:>8.2f}  (reported: same rows from memory)")
     _print_skipping(skipping)
+    _print_scans(args, scans)
+
+
+def scan_figures(session: Any, work: Path, args: argparse.Namespace
+                 ) -> list[tuple[str, Timing, Timing, str]]:
+    """Issue 29's scan figures on their own MOR table (``--rows`` rows bulk inserted, then
+    one upsert of ``rows/5`` records, ``--updates`` of them updates, small-file handling
+    off: every file group the updates reach gets log files): a full scan (count + sums over every
+    column) through ``spark.read.format("hudi")`` and through ``t.read()``, against Spark
+    reading plain parquet of the same final rows and against the hudi-rs reader; and a
+    read-optimized scan (base files only) against plain parquet of the base files' rows.
+    Best of ``--repeat`` rounds, every read once per round."""
+    import hudi
+
+    spark = session.spark
+    path = str(work / "scan_mor")
+    create_table(path, "bench_scan", SCHEMA, "uuid", "city", "ts", "MERGE_ON_READ")
+    handle = session.table_at(path)
+    handle.bulk_insert(_records(spark, 0, args.rows, 1))
+    upsert_rows = args.rows // 5
+    n_updates = int(upsert_rows * args.updates)
+    # Inserts to new file groups, updates to logs: the file groups the updates reach have
+    # log files (with Hudi's small-file handling, small groups would be rewritten instead).
+    handle.upsert(_records(spark, args.rows - n_updates, upsert_rows, 2),
+                  **{SMALL_FILE_LIMIT: "0"})
+    plain, plain_ro = str(work / "scan_plain"), str(work / "scan_plain_ro")
+    handle.read(columns=SCHEMA.names).write.mode("overwrite").option(
+        "compression", args.codec).parquet(plain)
+    handle.read(columns=SCHEMA.names, query_type="read_optimized").write.mode(
+        "overwrite").option("compression", args.codec).parquet(plain_ro)
+    logs = sum(bool(s.log_files) for s in handle.core().file_slices())
+    print(f"scan table: {args.rows} rows bulk inserted, upsert {upsert_rows} ({n_updates} "
+          f"updates); {logs} of {len(handle.core().file_slices())} file slices with logs; "
+          f"load {os.getloadavg()}", flush=True)
+
+    def scan(df: Any) -> None:
+        df.selectExpr("count(*)", "sum(ts)", "sum(fare)", "count(distinct city)",
+                      "max(uuid)", "max(rider)").collect()
+
+    reads: dict[str, Callable[[], object]] = {
+        "source": lambda: scan(spark.read.format("hudi").load(path)),
+        "read": lambda: scan(handle.read()),
+        "parquet": lambda: scan(spark.read.parquet(plain)),
+        "hudi_rs": lambda: hudi.HudiTable(path).read(),
+        "ro": lambda: scan(handle.read(query_type="read_optimized")),
+        "parquet_ro": lambda: scan(spark.read.parquet(plain_ro)),
+    }
+    best: dict[str, Timing] = {}
+    for _ in range(args.repeat):
+        for name, fn in reads.items():
+            run = _timed(fn)
+            best[name] = run if name not in best or run < best[name] else best[name]
+    return [
+        ("MOR full scan (spark.read.format) vs parquet", best["source"], best["parquet"],
+         "<= 1.5"),
+        ("MOR full scan (t.read()) vs parquet", best["read"], best["parquet"], "<= 1.5"),
+        ("MOR full scan (spark.read.format) vs hudi-rs", best["source"], best["hudi_rs"],
+         "<= 1.0"),
+        ("MOR full scan (t.read()) vs hudi-rs", best["read"], best["hudi_rs"], "<= 1.0"),
+        ("read-optimized scan vs parquet", best["ro"], best["parquet_ro"], "(reported)"),
+    ]
+
+
+def _print_scans(args: argparse.Namespace, figures: list[tuple[str, Timing, Timing, str]]
+                 ) -> None:
+    print(f"scans: {args.rows} rows MOR, best of {args.repeat}; load {os.getloadavg()}")
+    for label, ours, base, goal in figures:
+        print(f"{label:<48}{ours:>8.2f}{base:>10.2f}{ours / base:>8.2f}  {goal}"
+              f" CPU {ours.cpu:.2f} s vs {base.cpu:.2f} s")
 
 
 def _skipping(session: Any, work: Path, args: argparse.Namespace

@@ -1,10 +1,10 @@
 """The ``hudi`` Python data source: ``spark.read.format("hudi")`` and ``USING hudi`` tables.
 
 Planning (``schema``, ``pushFilters``, ``partitions``) runs in Spark's planning worker and
-lists the table's latest file slices as of one snapshot instant; each slice becomes one
-input partition, read on an executor and handed to Spark as Arrow record batches in exactly
-the schema Spark expects. A slice without log files streams its base file's row groups; a
-slice with log files goes through the table core's merged read.
+lists the table's latest file slices as of one snapshot instant; each slice (or a pack of
+small ones) becomes one input partition, read on an executor and handed to Spark as Arrow
+record batches in exactly the schema Spark expects. A slice without log files streams its
+base file's row groups; a slice with log files goes through the table core's merged read.
 
 How Spark 4.3 reuses a plan (found by ``tests/read/test_reuse.py``): the JVM keeps one
 "read info" (the pickled reader and its input partitions) per relation, i.e. per
@@ -32,11 +32,17 @@ Spark's session catalog does not pass a table's LOCATION to a Python data source
 reads the table, but it does keep the schema that :meth:`HudiDataSource.schema` returned at
 ``CREATE TABLE`` time, field metadata included. The base path therefore travels in the
 metadata of the first column (:data:`PATH_METADATA_KEY`).
+
+Small file slices share an input partition (:func:`pack_slices`, sized as Spark sizes its
+file splits): each Python read task has a fixed cost (a Python worker, the reader unpickled,
+the table opened), which dominated scans of tables of many small slices (100 slices of
+10,000 rows: 100 tasks).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -77,6 +83,12 @@ if TYPE_CHECKING:
 BATCH_ROWS = 65536
 #: The columns of a CDC query.
 CDC_COLUMNS = CDC_SCHEMA.names
+#: Bytes of file slices per input partition at most (Spark's
+#: ``spark.sql.files.maxPartitionBytes`` default); a larger slice is a partition alone.
+MAX_PARTITION_BYTES = 128 << 20
+#: What opening a slice costs, in bytes of reading (Spark's ``spark.sql.files.openCostInBytes``
+#: default): small slices are packed as if each were this much larger.
+OPEN_COST_BYTES = 4 << 20
 
 
 def spark_schema(table: HudiTable, path: str, arrow: pa.Schema | None = None) -> StructType:
@@ -135,9 +147,14 @@ class SliceInput(InputPartition):
                  head: str | None, log_keys_only: bool = False,
                  commit_range: IncrementalRange | None = None,
                  cdc: CdcUnit | None = None,
-                 metadata_group: tuple[str, int] | None = None) -> None:
+                 metadata_group: tuple[str, int] | None = None,
+                 more: Sequence[FileSlice] = ()) -> None:
         super().__init__(file_slice)
         self.file_slice = file_slice
+        #: Every slice this partition reads, ``file_slice`` first (small slices are packed,
+        #: :func:`pack_slices`); empty without a file slice.
+        self.file_slices: tuple[FileSlice, ...] = (
+            () if file_slice is None else (file_slice, *more))
         self.snapshot = snapshot
         self.head = head
         #: Only the rows of the keys the slice's logs touch (hudisql.read.snapshot reads
@@ -209,10 +226,16 @@ class HudiReader(DataSourceReader):
             slices = [s for s in slices if (s.partition_path, s.file_id) in named]
         if not slices:
             return [SliceInput(None, self.snapshot, self.head)]
-        return [SliceInput(s, self.snapshot, self.head,
-                           named is not None and named[(s.partition_path, s.file_id)] == TOUCHED,
-                           commit_range=self._range)
-                for s in slices]
+        out: list[InputPartition] = []
+        for touched in (False, True):
+            # A partition reads its slices alike: whole, or only their touched keys.
+            alike = [s for s in slices
+                     if (named is not None
+                         and named[(s.partition_path, s.file_id)] == TOUCHED) == touched]
+            out += [SliceInput(group[0], self.snapshot, self.head, touched,
+                               commit_range=self._range, more=group[1:])
+                    for group in pack_slices(alike)]
+        return out
 
     def _plan(self) -> HudiTable:
         """Load the table fresh (planning workers are reused across queries) and list slices.
@@ -299,9 +322,43 @@ class HudiReader(DataSourceReader):
         if partition.file_slice is None:
             return
         table = _open_table(self.options.path, partition.head)
-        yield from read_slice_batches(table, partition.file_slice, partition.snapshot, target,
-                                      log_keys_only=partition.log_keys_only,
-                                      commit_range=partition.commit_range)
+        for file_slice in partition.file_slices:
+            yield from read_slice_batches(table, file_slice, partition.snapshot, target,
+                                          log_keys_only=partition.log_keys_only,
+                                          commit_range=partition.commit_range)
+
+
+def pack_slices(slices: Sequence[FileSlice], parallelism: int | None = None
+                ) -> list[list[FileSlice]]:
+    """``slices`` in groups, each read by one task: as Spark packs files into splits.
+
+    A group holds at most ``max(OPEN_COST_BYTES, min(MAX_PARTITION_BYTES, (bytes + slices *
+    OPEN_COST_BYTES) / (2 * parallelism)))`` bytes, each slice counted with the open cost
+    (two groups per core, so a slow slice leaves the other cores work); a larger slice is a
+    group alone. ``parallelism``: the cores expected to read (default: this machine's, as
+    ``local[*]``; the planning worker has no view of the cluster).
+    Biggest slices first, each into the group it fits (first fit), so groups come out
+    near even and in a stable order.
+    """
+    if len(slices) <= 1:
+        return [list(slices)] if slices else []
+    cores = max(1, parallelism or os.cpu_count() or 1)
+    total = sum(s.total_size + OPEN_COST_BYTES for s in slices)
+    limit = max(OPEN_COST_BYTES, min(MAX_PARTITION_BYTES, total // (2 * cores)))
+    groups: list[list[FileSlice]] = []
+    sizes: list[int] = []
+    for file_slice in sorted(slices, key=lambda s: (-s.total_size, s.partition_path,
+                                                    s.file_id)):
+        cost = file_slice.total_size + OPEN_COST_BYTES
+        for i, size in enumerate(sizes):
+            if size + cost <= limit:
+                groups[i].append(file_slice)
+                sizes[i] += cost
+                break
+        else:
+            groups.append([file_slice])
+            sizes.append(cost)
+    return groups
 
 
 def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | None,

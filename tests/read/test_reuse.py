@@ -15,10 +15,11 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import EqualTo, GreaterThan
 
-from hudisql.read.datasource import HudiReader
+from hudisql.read.datasource import MAX_PARTITION_BYTES, HudiReader, pack_slices
 from hudisql.read.options import ReadOptions
 from hudisql.session import HudiSession
 from hudisql.table import HudiTable
+from hudisql.table.format.fsview import BaseFile, FileSlice
 from hudisql.txn.writer import WriteClient
 from tests.fixtures import copy_table, table_path
 
@@ -32,9 +33,23 @@ def test_pushed_filters_never_prune() -> None:
     pushed = [EqualTo(("city",), "chennai"), GreaterThan(("fare",), 1.0)]
     assert list(reader.pushFilters(pushed)) == pushed
     parts = list(reader.partitions())
-    assert sorted(p.file_slice.partition_path for p in parts  # type: ignore[attr-defined]
-                  if p.file_slice is not None) == [  # type: ignore[attr-defined]
+    assert sorted(s.partition_path for p in parts  # type: ignore[attr-defined]
+                  for s in p.file_slices) == [  # type: ignore[attr-defined]
         "city=chennai", "city=san_francisco", "city=sao_paulo"]
+
+
+def test_small_slices_share_input_partitions() -> None:
+    def piece(i: int, size: int) -> FileSlice:
+        return FileSlice("p", f"f{i}", "1", BaseFile(f"p/f{i}.parquet", f"f{i}", "1", "0-0-0",
+                                                     size))
+
+    small = [piece(i, 265_000) for i in range(100)]
+    big = piece(100, 2 * MAX_PARTITION_BYTES)
+    groups = pack_slices([*small, big], parallelism=2)
+    assert sorted(s.file_id for g in groups for s in g) == sorted(
+        s.file_id for s in [*small, big])  # every slice read once
+    assert [big] in groups and 2 <= len(groups) <= 6
+    assert pack_slices([]) == [] and pack_slices(small[:1]) == [small[:1]]
 
 
 @pytest.fixture(scope="module")
