@@ -72,7 +72,8 @@ def archive_locked(table: HudiTable, options: Mapping[str, str] | None = None, *
                             table.properties.is_mor, bounds, on_step)
     archived_metadata: list[Instant] = []
     if metadata is not None:
-        data_timeline = table.timeline.reload() if data else table.timeline
+        # Reloaded even when nothing new moved: a run cut short may just have been finished.
+        data_timeline = table.timeline.reload()
         meta_settings = ArchivalSettings(
             settings.min_commits, settings.max_commits,
             int_setting(options, METADATA_MAX_DELTA_COMMITS, 10, 1))

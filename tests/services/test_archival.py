@@ -1,6 +1,7 @@
 """Timeline archival (issue 28): Hudi's archived timeline format, each rule that holds
-archival back, a failure injected at each step and a re-run, the metadata table's own
-archival, and hudi-rs reading the archived table row for row (in-process, no Spark)."""
+archival back, a failure injected at each step and a re-run, and hudi-rs reading the
+archived table row for row (in-process, no Spark). The metadata table's own archival, and
+a real process killed at each step, are ``test_archival_kills.py``'s."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import pytest
 
 from hudisql.errors import ReadOptionError
 from hudisql.metadata.participant import participants_for
-from hudisql.metadata.table import MetadataTable
 from hudisql.services.archive import run_archive
 from hudisql.services.clean import run_clean
 from hudisql.services.compaction import schedule_compaction
@@ -200,35 +200,6 @@ def test_a_failure_at_each_step_loses_nothing_and_a_rerun_finishes(
     table = HudiTable.open(str(path))
     assert len(archive_files(table.storage, ".hoodie/archived")) == 1  # nothing listed twice
     assert rows(path) == before == rs_rows(path)
-
-
-@pytest.mark.slow
-def test_the_metadata_table_holds_archival_back_and_archives_its_own_timeline(
-    tmp_path: Path,
-) -> None:
-    from tests.metadata.skipping_helpers import indexed_table
-    from tests.metadata.test_build_validate import row
-
-    table = indexed_table(tmp_path / "t", rows=10)
-    options = {"hoodie.metadata.compact.max.delta.commits": "4", **SMALL}
-    client = WriteClient(table, max_records_per_file=5,
-                         participants=participants_for(table, options))
-    for r in range(14):
-        client.upsert([row(r % 10, ts=100 + r, rider=f"r{r}")])
-    path = tmp_path / "t"
-    before = rows(path)
-    mdt_compactions = [i.timestamp for i in
-                       MetadataTable(HudiTable.open(str(path))).timeline.completed(["commit"])]
-    assert mdt_compactions
-    result = run_archive(HudiTable.open(str(path)), options)
-    assert result.data and all(i.timestamp < mdt_compactions[-1] for i in result.data)
-    assert result.metadata  # the metadata table trimmed its own timeline
-    mdt = HudiTable.open(str(path / ".hoodie/metadata"))
-    data_first = HudiTable.open(str(path)).timeline.completed(COMMITS)[0].timestamp
-    assert all(i.timestamp < data_first for i in result.metadata)
-    assert archive_files(mdt.storage, ".hoodie/archived")
-    assert rows(path) == before == rs_rows(path)
-    # The autouse fixture validates the metadata table against the data afterwards.
 
 
 def test_without_a_metadata_compaction_nothing_is_archived(tmp_path: Path) -> None:
