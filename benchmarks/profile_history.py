@@ -245,14 +245,23 @@ def main() -> None:
     for key in keys:
         print(f"  {key[1] + ' ' + key[0]:32}" + "".join(
             f"{profiles[c][3].get(key, 0):>22d}" for c in cols))
-    print("\nstorage operations per commit by area, median of the first 25 and the last 25")
+    mid = len(OPS) // 2
+
+    def medians(per: list[int]) -> tuple[float, float, float]:
+        return (statistics.median(per[:25]), statistics.median(per[mid - 12:mid + 13]),
+                statistics.median(per[-25:]))
+
+    print("\nstorage operations per commit, median of the first 25, the middle 25 and the "
+          "last 25 commits")
     for area in sorted({k[1] for ops in OPS for k in ops}):
-        per = [sum(v for k, v in ops.items() if k[1] == area) for ops in OPS]
-        print(f"  {area:32}{statistics.median(per[:25]):>10.0f}"
-              f"{statistics.median(per[-25:]):>10.0f}")
-    totals = [sum(ops.values()) for ops in OPS]
-    print(f"  {'all':32}{statistics.median(totals[:25]):>10.0f}"
-          f"{statistics.median(totals[-25:]):>10.0f}")
+        print(f"  {area:32}" + "".join(f"{m:>10.0f}" for m in medians(
+            [sum(v for k, v in ops.items() if k[1] == area) for ops in OPS])))
+        for key in sorted(k for k in {k for ops in OPS for k in ops} if k[1] == area):
+            found = medians([ops.get(key, 0) for ops in OPS])
+            if len(set(found)) > 1:
+                print(f"    {key[0]:30}" + "".join(f"{m:>10.0f}" for m in found))
+    print(f"  {'all':32}" + "".join(
+        f"{m:>10.0f}" for m in medians([sum(ops.values()) for ops in OPS])))
     hoodie = work / ("h" if args.core else "wh/h") / ".hoodie"
     files = sum(1 for p in hoodie.rglob("*") if p.is_file())
     print(f"\nmedian commit: first 25 {statistics.median(times[:25]):.3f} s, last 25 "

@@ -17,7 +17,12 @@ from hudisql.services.protocol import StepHook, no_step, table_lock
 from hudisql.table.format.instant import Action, Instant
 from hudisql.table.format.service_plans import int_setting
 from hudisql.table.format.timeline import Timeline
-from hudisql.table.services.archive import ArchivalBounds, ArchivalSettings, archive_timeline
+from hudisql.table.services.archive import (
+    ArchivalBounds,
+    ArchivalSettings,
+    archive_timeline,
+    instants_to_archive,
+)
 from hudisql.table.table import HudiTable
 
 __all__ = ["ArchiveResult", "archive_locked", "archive_needed", "run_archive"]
@@ -52,6 +57,21 @@ def _data_earliest(timeline: Timeline) -> str | None:
     return min(found) if found else None
 
 
+def _metadata_settings(settings: ArchivalSettings, options: Mapping[str, str]
+                       ) -> ArchivalSettings:
+    return ArchivalSettings(settings.min_commits, settings.max_commits,
+                            int_setting(options, METADATA_MAX_DELTA_COMMITS, 10, 1))
+
+
+def _data_bounds(metadata: HudiTable | None) -> ArchivalBounds:
+    """What the metadata table (when there is one) holds the data table's archival by."""
+    compaction = None
+    if metadata is not None:
+        last = metadata.timeline.last_completed([Action.COMMIT])
+        compaction = last.timestamp if last is not None else None
+    return ArchivalBounds(has_metadata=metadata is not None, metadata_compaction=compaction)
+
+
 def archive_locked(table: HudiTable, options: Mapping[str, str] | None = None, *,
                    on_step: StepHook = no_step) -> ArchiveResult:
     """Archive the data table and then its metadata table, under the lock the caller holds.
@@ -63,22 +83,14 @@ def archive_locked(table: HudiTable, options: Mapping[str, str] | None = None, *
     options = dict(options or {})
     settings = ArchivalSettings.parse(options, table.name)
     metadata = _metadata_table(table)
-    compaction = None
-    if metadata is not None:
-        last = metadata.timeline.last_completed([Action.COMMIT])
-        compaction = last.timestamp if last is not None else None
-    bounds = ArchivalBounds(has_metadata=metadata is not None, metadata_compaction=compaction)
     data = archive_timeline(table.storage, table.timeline, settings,
-                            table.properties.is_mor, bounds, on_step)
+                            table.properties.is_mor, _data_bounds(metadata), on_step)
     archived_metadata: list[Instant] = []
     if metadata is not None:
         # Reloaded even when nothing new moved: a run cut short may just have been finished.
         data_timeline = table.timeline.reload()
-        meta_settings = ArchivalSettings(
-            settings.min_commits, settings.max_commits,
-            int_setting(options, METADATA_MAX_DELTA_COMMITS, 10, 1))
         archived_metadata = archive_timeline(
-            metadata.storage, metadata.timeline, meta_settings, True,
+            metadata.storage, metadata.timeline, _metadata_settings(settings, options), True,
             ArchivalBounds(data_earliest=_data_earliest(data_timeline)),
             lambda event, detail: on_step(f"metadata_{event}", detail))
     return ArchiveResult(data, archived_metadata)
@@ -100,17 +112,24 @@ def run_archive(table: HudiTable, options: Mapping[str, str] | None = None, *,
 
 
 def archive_needed(table: HudiTable, options: Mapping[str, str] | None = None) -> bool:
-    """True when the table's or its metadata table's active timeline holds more completed
-    commits than ``hoodie.keep.max.commits``: the automatic archival after a write takes
-    the table lock only then (an archival cut short is finished by the next run).
+    """True when archival would move instants out of the table's or its metadata table's
+    active timeline now: planned without the lock from the timelines as loaded, so that
+    the automatic archival after a write takes the lock (and reads the archive) only then.
+    A run cut short is finished by the next one that is due; readers list its instants
+    once meanwhile.
 
     Raises:
         TableServiceError: bad ``hoodie.keep.*`` settings.
     """
-    settings = ArchivalSettings.parse(dict(options or {}), table.name)
+    options = dict(options or {})
+    settings = ArchivalSettings.parse(options, table.name)
     commits = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
-    if len(table.timeline.completed(commits)) > settings.max_commits:
-        return True
     metadata = _metadata_table(table)
-    return metadata is not None and len(
-        metadata.timeline.completed(commits)) > settings.max_commits
+    if len(table.timeline.completed(commits)) > settings.max_commits and instants_to_archive(
+            table.timeline, settings, table.properties.is_mor, _data_bounds(metadata)):
+        return True
+    if metadata is None or len(metadata.timeline.completed(commits)) <= settings.max_commits:
+        return False
+    return bool(instants_to_archive(
+        metadata.timeline, _metadata_settings(settings, options), True,
+        ArchivalBounds(data_earliest=_data_earliest(table.timeline))))
