@@ -9,8 +9,10 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pytest
 
+import hudisql
 from hudisql.errors import ReadOptionError
 from hudisql.metadata.participant import participants_for
 from hudisql.services.archive import run_archive
@@ -292,3 +294,24 @@ def test_every_action_archives_with_its_content(tmp_path: Path) -> None:
     assert archived[rollback].record["hoodieRollbackMetadata"]["commitsRollback"] == [late]
     assert late not in archived  # rolled back: its files were gone before archival
     assert rows(path) == before == rs_rows(path)
+
+
+def test_snapshot_reads_never_open_the_archive(tmp_path: Path) -> None:
+    """Reads that do not ask for an archived instant never open the archived timeline: they
+    still work with its file damaged, while SHOW TIMELINE ... ARCHIVED names the damage."""
+    from hudisql.errors import CorruptTableError
+    from hudisql.sql.timeline import timeline_rows
+    from hudisql.table.read.incremental import read_incremental
+
+    _, path, done = _table(tmp_path)
+    before, as_of = rows(path), rows(path, done[30])
+    run_archive(HudiTable.open(str(path)))
+    [(_, rel)] = archive_files(HudiTable.open(str(path)).storage, ".hoodie/archived")
+    (path / rel).write_bytes(b"#HUDI#" + b"\0" * 64)  # a damaged block
+    assert rows(path) == before == rs_rows(path) and rows(path, done[30]) == as_of
+    point = hudisql.read_table(str(path)).filter(pc.field("_hoodie_record_key") == "k1")
+    assert point.num_rows == 1
+    table = HudiTable.open(str(path))
+    assert read_incremental(table, done[25]).num_rows
+    with pytest.raises(CorruptTableError, match=r"archive file .* is damaged"):
+        timeline_rows(table, archived=True)
