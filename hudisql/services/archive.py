@@ -9,6 +9,7 @@ data table's earliest active commit or earliest pending instant on.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -59,8 +60,8 @@ def _data_earliest(timeline: Timeline) -> str | None:
 
 def _metadata_settings(settings: ArchivalSettings, options: Mapping[str, str]
                        ) -> ArchivalSettings:
-    return ArchivalSettings(settings.min_commits, settings.max_commits,
-                            int_setting(options, METADATA_MAX_DELTA_COMMITS, 10, 1))
+    return dataclasses.replace(
+        settings, max_delta_commits=int_setting(options, METADATA_MAX_DELTA_COMMITS, 10, 1))
 
 
 def _data_bounds(metadata: HudiTable | None) -> ArchivalBounds:

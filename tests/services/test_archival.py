@@ -315,3 +315,56 @@ def test_snapshot_reads_never_open_the_archive(tmp_path: Path) -> None:
     assert read_incremental(table, done[25]).num_rows
     with pytest.raises(CorruptTableError, match=r"archive file .* is damaged"):
         timeline_rows(table, archived=True)
+
+
+MERGE = {"hoodie.archive.merge.files.batch.size": "3"}
+
+
+def _archive_five_more(path: Path, runs: range, on_step=None) -> None:  # type: ignore[no-untyped-def]
+    """One archival run per ``k`` in ``runs``, each moving 5 more commits out (a file each)."""
+    for k in runs:
+        keep = {"hoodie.keep.min.commits": str(35 - 5 * k),
+                "hoodie.keep.max.commits": str(36 - 5 * k)}
+        if on_step is None:
+            run_archive(HudiTable.open(str(path)), {**keep, **MERGE})
+        else:
+            run_archive(HudiTable.open(str(path)), {**keep, **MERGE}, on_step=on_step)
+
+
+def _versions(path: Path) -> list[int]:
+    return [v for v, _ in archive_files(HudiTable.open(str(path)).storage, ".hoodie/archived")]
+
+
+def test_small_archive_files_are_merged_so_their_number_stays_bounded(tmp_path: Path) -> None:
+    _, path, done = _table(tmp_path)
+    before = rows(path)
+    _archive_five_more(path, range(6))
+    # Files 1-3 merged into 1 at the 4th run, then 1, 4 and 5 into 1 at the 6th.
+    assert _versions(path) == [1, 6]
+    assert _everything(path) == (done[30:], done[:30])
+    table = HudiTable.open(str(path))
+    merged = read_archive_file(table.storage, ".hoodie/archived/.commits_.archive.1_1-0-1")
+    assert sorted({e.timestamp for e in merged}) == done[:25]
+    assert len(merged) == 3 * 25  # each state file once
+    assert rows(path) == before == rs_rows(path)
+
+
+@pytest.mark.parametrize("event", ["merge_planned", "merged", "merge_deleted"])
+def test_a_merge_cut_short_lists_each_instant_once_and_the_next_run_finishes_it(
+    tmp_path: Path, event: str,
+) -> None:
+    _, path, done = _table(tmp_path)
+    before = rows(path)
+    _archive_five_more(path, range(3))
+    with pytest.raises(Crash):
+        _archive_five_more(path, range(3, 4), on_step=crash_at(event))
+    assert _everything(path) == (done[20:], done[:20])  # each instant once
+    assert rows(path) == before == rs_rows(path)
+    run_archive(HudiTable.open(str(path)), {"hoodie.keep.min.commits": "20",
+                                            "hoodie.keep.max.commits": "21"})
+    assert not (path / ".hoodie" / "archived" / ".hudisql_merge_plan").exists()
+    assert _versions(path) == ([1, 2, 3, 4] if event == "merge_planned" else [1, 4])
+    assert _everything(path) == (done[20:], done[:20])
+    _archive_five_more(path, range(4, 5))  # files 1-4 merged now when the merge was dropped
+    assert _versions(path) == ([1, 5] if event == "merge_planned" else [1, 4, 5])
+    assert _everything(path) == (done[25:], done[:25])
