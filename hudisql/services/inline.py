@@ -101,11 +101,13 @@ def _clean_then_archive(maintenance: Maintenance, archive: bool) -> str | None:
     the clean's instant time, or None."""
     options = maintenance.options
     done = None
-    if clean_needed(maintenance.open_table(), options):
+    table = maintenance.open_table()
+    if clean_needed(table, options):
         cleaned = maintenance.run_clean()
         if cleaned is not None:
             done = cleaned.start_clean_time
-    if archive and archive_needed(maintenance.open_table(), options):
+        table = maintenance.open_table()  # the clean changed the timeline
+    if archive and archive_needed(table, options):
         maintenance.run_archive()
     return done
 
