@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
 from hudisql.errors import HudiSqlError, TableNotFoundError
+from hudisql.services.background import BackgroundServices
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -407,6 +408,8 @@ class HudiSession:
     router: StatementRouter | None = None
     #: Called with (file slices done, total) while an index builds (shell, notebooks).
     index_progress: Callable[[int, int], None] | None = None
+    #: Services writes hand off (``hoodie.clean.async.enabled``): joined at :meth:`close`.
+    background: BackgroundServices = field(default_factory=BackgroundServices, repr=False)
 
     def __post_init__(self) -> None:
         # Known by its SparkSession until stopped: df.write saves find its catalog.
@@ -537,8 +540,19 @@ class HudiSession:
         with _LIVE_LOCK:
             for key in [k for k, live in _LIVE_SESSIONS.items() if live is self]:
                 del _LIVE_SESSIONS[key]
+        self.background.close()  # before the catalog: a background clean may commit to it
         if isinstance(self.router, SqlRouter):
             self.router.close()
+
+    def wait_for_services(self) -> None:
+        """Wait for the table services writes left to run in the background
+        (``hoodie.clean.async.enabled=true``).
+
+        Raises:
+            TableServiceError: one of them failed since the last wait (the writes
+                themselves completed).
+        """
+        self.background.wait()
 
     def stop(self) -> None:
         """:meth:`close`, then stop the underlying SparkSession."""
@@ -687,7 +701,7 @@ class HudiTableHandle:
 
         maintenance = self.maintenance
         maintenance.options = merged
-        run_inline_services(maintenance)
+        run_inline_services(maintenance, self.session.background)
         return result
 
     @property

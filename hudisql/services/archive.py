@@ -9,6 +9,7 @@ data table's earliest active commit or earliest pending instant on.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -17,11 +18,11 @@ from hudisql.services.protocol import StepHook, no_step, table_lock
 from hudisql.table.format.instant import Action, Instant
 from hudisql.table.format.service_plans import int_setting
 from hudisql.table.format.timeline import Timeline
-from hudisql.table.services.archive import ArchivalBounds, ArchivalSettings, archive_timeline
-from hudisql.table.services.archive_merge import (
-    MergeSettings,
-    merge_archive_files,
-    settle_interrupted_merge,
+from hudisql.table.services.archive import (
+    ArchivalBounds,
+    ArchivalSettings,
+    archive_timeline,
+    instants_to_archive,
 )
 from hudisql.table.table import HudiTable
 
@@ -33,12 +34,10 @@ METADATA_MAX_DELTA_COMMITS = "hoodie.metadata.compact.max.delta.commits"
 
 @dataclass(frozen=True)
 class ArchiveResult:
-    """The instants one archival run moved out of each timeline, and the small archive
-    files it merged away (``hudisql.table.services.archive_merge``)."""
+    """The instants one archival run moved out of each timeline."""
 
     data: list[Instant] = field(default_factory=list)
     metadata: list[Instant] = field(default_factory=list)
-    merged_files: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.data or self.metadata)
@@ -59,6 +58,21 @@ def _data_earliest(timeline: Timeline) -> str | None:
     return min(found) if found else None
 
 
+def _metadata_settings(settings: ArchivalSettings, options: Mapping[str, str]
+                       ) -> ArchivalSettings:
+    return dataclasses.replace(
+        settings, max_delta_commits=int_setting(options, METADATA_MAX_DELTA_COMMITS, 10, 1))
+
+
+def _data_bounds(metadata: HudiTable | None) -> ArchivalBounds:
+    """What the metadata table (when there is one) holds the data table's archival by."""
+    compaction = None
+    if metadata is not None:
+        last = metadata.timeline.last_completed([Action.COMMIT])
+        compaction = last.timestamp if last is not None else None
+    return ArchivalBounds(has_metadata=metadata is not None, metadata_compaction=compaction)
+
+
 def archive_locked(table: HudiTable, options: Mapping[str, str] | None = None, *,
                    on_step: StepHook = no_step) -> ArchiveResult:
     """Archive the data table and then its metadata table, under the lock the caller holds.
@@ -69,35 +83,18 @@ def archive_locked(table: HudiTable, options: Mapping[str, str] | None = None, *
     """
     options = dict(options or {})
     settings = ArchivalSettings.parse(options, table.name)
-    merging = MergeSettings.parse(options)
     metadata = _metadata_table(table)
-    compaction = None
-    if metadata is not None:
-        last = metadata.timeline.last_completed([Action.COMMIT])
-        compaction = last.timestamp if last is not None else None
-    bounds = ArchivalBounds(has_metadata=metadata is not None, metadata_compaction=compaction)
-    archive_dir = table.timeline.props.archive_dir
-    settle_interrupted_merge(table.storage, archive_dir, on_step)
     data = archive_timeline(table.storage, table.timeline, settings,
-                            table.properties.is_mor, bounds, on_step)
-    merged = merge_archive_files(table.storage, archive_dir, merging, on_step)
+                            table.properties.is_mor, _data_bounds(metadata), on_step)
     archived_metadata: list[Instant] = []
     if metadata is not None:
-        data_timeline = table.timeline.reload() if data else table.timeline
-        meta_settings = ArchivalSettings(
-            settings.min_commits, settings.max_commits,
-            int_setting(options, METADATA_MAX_DELTA_COMMITS, 10, 1))
-        meta_dir = metadata.timeline.props.archive_dir
-
-        def meta_step(event: str, detail: str) -> None:
-            on_step(f"metadata_{event}", detail)
-
-        settle_interrupted_merge(metadata.storage, meta_dir, meta_step)
+        # Reloaded even when nothing new moved: a run cut short may just have been finished.
+        data_timeline = table.timeline.reload()
         archived_metadata = archive_timeline(
-            metadata.storage, metadata.timeline, meta_settings, True,
-            ArchivalBounds(data_earliest=_data_earliest(data_timeline)), meta_step)
-        merged += merge_archive_files(metadata.storage, meta_dir, merging, meta_step)
-    return ArchiveResult(data, archived_metadata, merged)
+            metadata.storage, metadata.timeline, _metadata_settings(settings, options), True,
+            ArchivalBounds(data_earliest=_data_earliest(data_timeline)),
+            lambda event, detail: on_step(f"metadata_{event}", detail))
+    return ArchiveResult(data, archived_metadata)
 
 
 def run_archive(table: HudiTable, options: Mapping[str, str] | None = None, *,
@@ -111,23 +108,29 @@ def run_archive(table: HudiTable, options: Mapping[str, str] | None = None, *,
     """
     options = dict(options or {})
     ArchivalSettings.parse(options, table.name)  # refuse bad settings before the lock
-    MergeSettings.parse(options)
     with table_lock(table, options):
         return archive_locked(table.reload(), options, on_step=on_step)
 
 
 def archive_needed(table: HudiTable, options: Mapping[str, str] | None = None) -> bool:
-    """True when the table's or its metadata table's active timeline holds more completed
-    commits than ``hoodie.keep.max.commits``: the automatic archival after a write takes
-    the table lock only then (an archival cut short is finished by the next run).
+    """True when archival would move instants out of the table's or its metadata table's
+    active timeline now: planned without the lock from the timelines as loaded, so that
+    the automatic archival after a write takes the lock (and reads the archive) only then.
+    A run cut short is finished by the next one that is due; readers list its instants
+    once meanwhile.
 
     Raises:
         TableServiceError: bad ``hoodie.keep.*`` settings.
     """
-    settings = ArchivalSettings.parse(dict(options or {}), table.name)
+    options = dict(options or {})
+    settings = ArchivalSettings.parse(options, table.name)
     commits = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
-    if len(table.timeline.completed(commits)) > settings.max_commits:
-        return True
     metadata = _metadata_table(table)
-    return metadata is not None and len(
-        metadata.timeline.completed(commits)) > settings.max_commits
+    if len(table.timeline.completed(commits)) > settings.max_commits and instants_to_archive(
+            table.timeline, settings, table.properties.is_mor, _data_bounds(metadata)):
+        return True
+    if metadata is None or len(metadata.timeline.completed(commits)) <= settings.max_commits:
+        return False
+    return bool(instants_to_archive(
+        metadata.timeline, _metadata_settings(settings, options), True,
+        ArchivalBounds(data_earliest=_data_earliest(table.timeline))))

@@ -12,27 +12,40 @@ clean (``hoodie.clean.automatic``, default true: ``hoodie.cleaner.policy``,
 ``hoodie.cleaner.commits.retained``...) and archival of the timeline after it
 (``hoodie.archive.automatic``, default true: ``hoodie.keep.min.commits``,
 ``hoodie.keep.max.commits``). Each runs under the table lock in the writing statement, so
-the statement's time includes them; set the option to false to turn one off.
+the statement's time includes them; set the option to false to turn one off. With
+``hoodie.clean.async.enabled=true`` (Hudi's older name ``hoodie.clean.async`` too) the
+clean, and the archival after it, run in the session's background worker instead
+(:mod:`hudisql.services.background`): the statement returns once its commit and inline
+compactions are done.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Mapping
 
 from hudisql.errors import TableServiceError
 from hudisql.services.archive import archive_needed
+from hudisql.services.background import BackgroundServices
 from hudisql.services.clean import clean_needed
 from hudisql.services.maintenance import Maintenance
+from hudisql.table.services.archive import ArchivalSettings
+from hudisql.table.services.clean import CleanSettings
 
-__all__ = ["ARCHIVE_AUTOMATIC", "CLEAN_AUTOMATIC", "CLUSTERING_INLINE", "COMPACT_INLINE",
-           "LOG_COMPACTION_INLINE",
-           "run_inline_services"]
+__all__ = ["ARCHIVE_AUTOMATIC", "CLEAN_ASYNC", "CLEAN_AUTOMATIC", "CLUSTERING_INLINE",
+           "COMPACT_INLINE", "LOG_COMPACTION_INLINE", "run_inline_services"]
+
+_LOG = logging.getLogger(__name__)
 
 LOG_COMPACTION_INLINE = "hoodie.log.compaction.inline"
 COMPACT_INLINE = "hoodie.compact.inline"
 CLEAN_AUTOMATIC = "hoodie.clean.automatic"
 ARCHIVE_AUTOMATIC = "hoodie.archive.automatic"
 CLUSTERING_INLINE = "hoodie.clustering.inline"
+CLEAN_ASYNC = "hoodie.clean.async.enabled"
+#: Hudi's older name of ``hoodie.clean.async.enabled``.
+CLEAN_ASYNC_LEGACY = "hoodie.clean.async"
 
 
 def _on(options: Mapping[str, str], key: str, default: bool = False) -> bool:
@@ -43,21 +56,58 @@ def _on(options: Mapping[str, str], key: str, default: bool = False) -> bool:
     return value == "true"
 
 
-def run_inline_services(maintenance: Maintenance) -> list[str]:
+def run_inline_services(maintenance: Maintenance,
+                        background: BackgroundServices | None = None) -> list[str]:
     """Run the inline services ``maintenance.options`` turn on; returns the instants they
     completed (compactions only on merge-on-read tables; a clean when it deleted files).
+
+    With ``hoodie.clean.async.enabled=true`` the clean and the archival after it go to
+    ``background`` (the session's worker) and are not among the instants returned.
 
     Raises:
         TableServiceError: a service's bad setting (the write itself has completed).
     """
     options = maintenance.options
     clean, archive = _on(options, CLEAN_AUTOMATIC, True), _on(options, ARCHIVE_AUTOMATIC, True)
+    asynchronous = clean and _clean_async(options)
     done = _compactions(maintenance)
-    if clean and clean_needed(maintenance.open_table(), options):
+    if asynchronous and background is not None:
+        CleanSettings.parse(options, maintenance.path)  # bad settings: refused now
+        if archive:
+            ArchivalSettings.parse(options, maintenance.path)
+        own = dataclasses.replace(maintenance, options=dict(options))
+        background.submit(maintenance.path, f"automatic clean of the table at "
+                          f"{maintenance.path}", lambda: _clean_then_archive(own, archive))
+        return done
+    if asynchronous:
+        _LOG.warning("%s=true, but this write has no session to run the clean in the "
+                     "background: the table at %s is cleaned inline", CLEAN_ASYNC,
+                     maintenance.path)
+    cleaned = _clean_then_archive(maintenance, archive) if clean else None
+    if cleaned is not None:
+        done.append(cleaned)
+    if not clean and archive and archive_needed(maintenance.open_table(), options):
+        maintenance.run_archive()
+    return done
+
+
+def _clean_async(options: Mapping[str, str]) -> bool:
+    key = CLEAN_ASYNC if CLEAN_ASYNC in options else CLEAN_ASYNC_LEGACY
+    return _on(options, key)
+
+
+def _clean_then_archive(maintenance: Maintenance, archive: bool) -> str | None:
+    """Clean when something is to clean, then archive when due (Hudi's order); returns
+    the clean's instant time, or None."""
+    options = maintenance.options
+    done = None
+    table = maintenance.open_table()
+    if clean_needed(table, options):
         cleaned = maintenance.run_clean()
         if cleaned is not None:
-            done.append(cleaned.start_clean_time)
-    if archive and archive_needed(maintenance.open_table(), options):
+            done = cleaned.start_clean_time
+        table = maintenance.open_table()  # the clean changed the timeline
+    if archive and archive_needed(table, options):
         maintenance.run_archive()
     return done
 

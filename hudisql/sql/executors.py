@@ -173,7 +173,7 @@ def _then_inline_services(executor: Executor) -> Executor:
             from hudisql.services.inline import run_inline_services
 
             run_inline_services(services.maintenance(ctx, TableService(
-                "log_compaction", "run", table)))
+                "log_compaction", "run", table)), ctx.session.background)
         return result
     return run
 

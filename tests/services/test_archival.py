@@ -1,6 +1,7 @@
 """Timeline archival (issue 28): Hudi's archived timeline format, each rule that holds
-archival back, a failure injected at each step and a re-run, the metadata table's own
-archival, and hudi-rs reading the archived table row for row (in-process, no Spark)."""
+archival back, a failure injected at each step and a re-run, and hudi-rs reading the
+archived table row for row (in-process, no Spark). The metadata table's own archival, and
+a real process killed at each step, are ``test_archival_kills.py``'s."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pytest
 
+import hudisql
 from hudisql.errors import ReadOptionError
 from hudisql.metadata.participant import participants_for
-from hudisql.metadata.table import MetadataTable
 from hudisql.services.archive import run_archive
 from hudisql.services.clean import run_clean
 from hudisql.services.compaction import schedule_compaction
@@ -202,35 +204,6 @@ def test_a_failure_at_each_step_loses_nothing_and_a_rerun_finishes(
     assert rows(path) == before == rs_rows(path)
 
 
-@pytest.mark.slow
-def test_the_metadata_table_holds_archival_back_and_archives_its_own_timeline(
-    tmp_path: Path,
-) -> None:
-    from tests.metadata.skipping_helpers import indexed_table
-    from tests.metadata.test_build_validate import row
-
-    table = indexed_table(tmp_path / "t", rows=10)
-    options = {"hoodie.metadata.compact.max.delta.commits": "4", **SMALL}
-    client = WriteClient(table, max_records_per_file=5,
-                         participants=participants_for(table, options))
-    for r in range(14):
-        client.upsert([row(r % 10, ts=100 + r, rider=f"r{r}")])
-    path = tmp_path / "t"
-    before = rows(path)
-    mdt_compactions = [i.timestamp for i in
-                       MetadataTable(HudiTable.open(str(path))).timeline.completed(["commit"])]
-    assert mdt_compactions
-    result = run_archive(HudiTable.open(str(path)), options)
-    assert result.data and all(i.timestamp < mdt_compactions[-1] for i in result.data)
-    assert result.metadata  # the metadata table trimmed its own timeline
-    mdt = HudiTable.open(str(path / ".hoodie/metadata"))
-    data_first = HudiTable.open(str(path)).timeline.completed(COMMITS)[0].timestamp
-    assert all(i.timestamp < data_first for i in result.metadata)
-    assert archive_files(mdt.storage, ".hoodie/archived")
-    assert rows(path) == before == rs_rows(path)
-    # The autouse fixture validates the metadata table against the data afterwards.
-
-
 def test_without_a_metadata_compaction_nothing_is_archived(tmp_path: Path) -> None:
     from tests.metadata.skipping_helpers import indexed_table
     from tests.metadata.test_build_validate import row
@@ -321,3 +294,77 @@ def test_every_action_archives_with_its_content(tmp_path: Path) -> None:
     assert archived[rollback].record["hoodieRollbackMetadata"]["commitsRollback"] == [late]
     assert late not in archived  # rolled back: its files were gone before archival
     assert rows(path) == before == rs_rows(path)
+
+
+def test_snapshot_reads_never_open_the_archive(tmp_path: Path) -> None:
+    """Reads that do not ask for an archived instant never open the archived timeline: they
+    still work with its file damaged, while SHOW TIMELINE ... ARCHIVED names the damage."""
+    from hudisql.errors import CorruptTableError
+    from hudisql.sql.timeline import timeline_rows
+    from hudisql.table.read.incremental import read_incremental
+
+    _, path, done = _table(tmp_path)
+    before, as_of = rows(path), rows(path, done[30])
+    run_archive(HudiTable.open(str(path)))
+    [(_, rel)] = archive_files(HudiTable.open(str(path)).storage, ".hoodie/archived")
+    (path / rel).write_bytes(b"#HUDI#" + b"\0" * 64)  # a damaged block
+    assert rows(path) == before == rs_rows(path) and rows(path, done[30]) == as_of
+    point = hudisql.read_table(str(path)).filter(pc.field("_hoodie_record_key") == "k1")
+    assert point.num_rows == 1
+    table = HudiTable.open(str(path))
+    assert read_incremental(table, done[25]).num_rows
+    with pytest.raises(CorruptTableError, match=r"archive file .* is damaged"):
+        timeline_rows(table, archived=True)
+
+
+MERGE = {"hoodie.archive.merge.files.batch.size": "3"}
+
+
+def _archive_five_more(path: Path, runs: range, on_step=None) -> None:  # type: ignore[no-untyped-def]
+    """One archival run per ``k`` in ``runs``, each moving 5 more commits out (a file each)."""
+    for k in runs:
+        keep = {"hoodie.keep.min.commits": str(35 - 5 * k),
+                "hoodie.keep.max.commits": str(36 - 5 * k)}
+        if on_step is None:
+            run_archive(HudiTable.open(str(path)), {**keep, **MERGE})
+        else:
+            run_archive(HudiTable.open(str(path)), {**keep, **MERGE}, on_step=on_step)
+
+
+def _versions(path: Path) -> list[int]:
+    return [v for v, _ in archive_files(HudiTable.open(str(path)).storage, ".hoodie/archived")]
+
+
+def test_small_archive_files_are_merged_so_their_number_stays_bounded(tmp_path: Path) -> None:
+    _, path, done = _table(tmp_path)
+    before = rows(path)
+    _archive_five_more(path, range(6))
+    # Files 1-3 merged into 1 at the 4th run, then 1, 4 and 5 into 1 at the 6th.
+    assert _versions(path) == [1, 6]
+    assert _everything(path) == (done[30:], done[:30])
+    table = HudiTable.open(str(path))
+    merged = read_archive_file(table.storage, ".hoodie/archived/.commits_.archive.1_1-0-1")
+    assert sorted({e.timestamp for e in merged}) == done[:25]
+    assert len(merged) == 3 * 25  # each state file once
+    assert rows(path) == before == rs_rows(path)
+
+
+@pytest.mark.parametrize("event", ["merge_planned", "merged", "merge_deleted"])
+def test_a_merge_cut_short_lists_each_instant_once_and_the_next_run_finishes_it(
+    tmp_path: Path, event: str,
+) -> None:
+    _, path, done = _table(tmp_path)
+    before = rows(path)
+    _archive_five_more(path, range(3))
+    with pytest.raises(Crash):
+        _archive_five_more(path, range(3, 4), on_step=crash_at(event))
+    assert _everything(path) == (done[20:], done[:20])  # each instant once
+    assert rows(path) == before == rs_rows(path)
+    run_archive(HudiTable.open(str(path)), {"hoodie.keep.min.commits": "20",
+                                            "hoodie.keep.max.commits": "21"})
+    assert not (path / ".hoodie" / "archived" / ".hudisql_merge_plan").exists()
+    assert _versions(path) == ([1, 2, 3, 4] if event == "merge_planned" else [1, 4])
+    assert _everything(path) == (done[20:], done[:20])
+    _archive_five_more(path, range(4, 5))  # files 1-4 merged now when the merge was dropped
+    assert _versions(path) == ([1, 5] if event == "merge_planned" else [1, 4, 5])
+    assert _everything(path) == (done[25:], done[:25])

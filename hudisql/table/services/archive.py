@@ -24,7 +24,8 @@ in the newest archive file that are still active are deleted; (2) write one new 
 file holding every state file of the chosen instants (created whole, at the next version);
 (3) delete their markers; (4) delete their requested and inflight files, then their
 completed files oldest first (Hudi's order, so no reader ever sees a completed instant's
-earlier state alone, nor a hole in the commits). A reader that loads the archived
+earlier state alone, nor a hole in the commits); (5) merge small archive files
+(``archive_merge``), so that their number stays bounded. A reader that loads the archived
 timeline while a run was cut short sees an instant once: the active copy wins.
 """
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hudisql.errors import TableServiceError
 from hudisql.table.format.archive_format import (
@@ -47,6 +48,14 @@ from hudisql.table.format.instant import WRITE_ACTIONS, Action, Instant, State
 from hudisql.table.format.service_plans import CleanMetadata, int_setting
 from hudisql.table.format.timeline import Timeline
 from hudisql.table.io.storage import Storage
+from hudisql.table.services.archive_merge import (
+    MERGE_BATCH,
+    MERGE_ENABLE,
+    MERGE_SMALL_LIMIT,
+    MergeSettings,
+    finish_interrupted_merge,
+    merge_small_archive_files,
+)
 from hudisql.table.services.compaction import MAX_DELTA_COMMITS
 
 __all__ = [
@@ -76,6 +85,7 @@ class ArchivalSettings:
     min_commits: int = 20
     max_commits: int = 30
     max_delta_commits: int = 5
+    merge: MergeSettings = field(default_factory=MergeSettings)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], table: str = "") -> ArchivalSettings:
@@ -93,7 +103,20 @@ class ArchivalSettings:
                 f"{MAX_COMMITS}={high} must be greater than {MIN_COMMITS}={low} (table "
                 f"{table}): archival trims the active timeline from the first down to the second"
             )
-        return cls(low, high, int_setting(options, MAX_DELTA_COMMITS, d.max_delta_commits, 1))
+        merge = MergeSettings(
+            _bool_setting(options, MERGE_ENABLE, d.merge.enabled),
+            int_setting(options, MERGE_BATCH, d.merge.batch_size, 2),
+            int_setting(options, MERGE_SMALL_LIMIT, d.merge.small_file_limit, 1))
+        return cls(low, high, int_setting(options, MAX_DELTA_COMMITS, d.max_delta_commits, 1),
+                   merge)
+
+
+def _bool_setting(options: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = str(options.get(key, default)).strip().lower()
+    if raw not in ("true", "false"):
+        raise TableServiceError(f"{key}={options.get(key)!r} is not a boolean: set it to "
+                                "true or false")
+    return raw == "true"
 
 
 @dataclass(frozen=True)
@@ -227,6 +250,7 @@ def archive_timeline(storage: Storage, timeline: Timeline, settings: ArchivalSet
             malformed (nothing is deleted then).
     """
     archive_dir = timeline.props.archive_dir
+    finish_interrupted_merge(storage, archive_dir, on_step)
     files = archive_files(storage, archive_dir)
     if _finish_interrupted(storage, timeline, files[-1][1] if files else None, on_step):
         timeline = timeline.reload()
@@ -250,6 +274,7 @@ def archive_timeline(storage: Storage, timeline: Timeline, settings: ArchivalSet
     for instant in chosen:
         storage.delete_dir(posixpath.join(".hoodie/.temp", instant.timestamp))
     _delete_in_order(storage, timeline, state_files, on_step)
+    merge_small_archive_files(storage, archive_dir, settings.merge, on_step)
     return chosen
 
 
