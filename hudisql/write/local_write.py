@@ -12,7 +12,7 @@ latest slices as :mod:`hudisql.write.tagging`'s ``SIMPLE`` reads them, the small
 rules, the per-slice writes). The files, the commit and the metadata table's records are
 those the Spark pipeline writes; only where the work runs differs. Writes this module does
 not cover go through Spark as before: keyless tables, the ``BUCKET`` index (it places
-inserts by bucket), expression writes, overwrites and bulk inserts.
+inserts by bucket), overwrites and bulk inserts.
 
 The helpers here are pure Arrow (no Spark); :class:`hudisql.write.pipeline.SparkWriter`
 runs them.

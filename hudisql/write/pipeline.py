@@ -509,7 +509,8 @@ class SparkWriter:
                         staged = with_generated_keys(staged, instant)
                     if local is not None:
                         stats, changes = self._tag_and_write_local(
-                            local, counts, op, spec, txn.table, instant, sizing, progress)
+                            local, counts, op, spec, txn.table, instant, expressions, sizing,
+                            progress)
                     else:
                         stats, changes = self._tag_and_write(
                             staged, counts, op, spec, txn.table, instant, expressions,
@@ -665,12 +666,11 @@ class SparkWriter:
                           expressions: Mapping[str, str] | None = None) -> int:
         """The most records a write of ``operation`` may write from the driver (pass them
         to :meth:`write` as ``rows``); 0 when this write must run as Spark jobs: the
-        option says so, a keyless table, the ``BUCKET`` index, an expression write, an
-        operation other than insert, upsert and delete, injected task faults, or a table
+        option says so, a keyless table, the ``BUCKET`` index, an operation other than
+        insert, upsert (expression writes too) and delete, injected task faults, or a table
         whose latest slices are too large for the driver to read their keys."""
         op = operation.lower()
-        if (op not in LOCAL_OPERATIONS or expressions is not None
-                or self.options.get(FAULT_AFTER_FILES)):
+        if op not in LOCAL_OPERATIONS or self.options.get(FAULT_AFTER_FILES):
             return 0
         table = HudiTable.open(self.path)
         limit = local_max_records(self.options, table.name)
@@ -695,6 +695,7 @@ class SparkWriter:
 
     def _tag_and_write_local(self, staged: pa.Table, counts: Mapping[str | None, int],
                              op: str, spec: _TableSpec, table: HudiTable, instant: str,
+                             expressions: Mapping[str, str] | None,
                              sizing: SmallFileSettings, progress: Progress
                              ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:
         """:meth:`_tag_and_write` in the driver, with the same tags, placement and files."""
@@ -710,7 +711,7 @@ class SparkWriter:
                              "the table; insert adds new records only: use upsert")
         rewrite: frozenset[tuple[str, str]] = frozenset()
         new_groups = 0
-        if op == "delete":
+        if op == "delete" or expressions is not None:  # an expression updates stored keys
             tagged = tagged.filter(stored)
         else:
             if IS_DELETED in tagged.column_names:  # deletes of absent keys: nothing to do
@@ -726,7 +727,7 @@ class SparkWriter:
                 tagged = tagged.append_column(_INSERTED, pc.is_null(tagged.column(_FILE_ID)))
             tagged, new_groups = place_inserts(tagged, counts, small, sizing.insert_split_size)
         progress.stage("writing file slices", total=len(slices) + new_groups)
-        writer = _write_slices(spec, op, instant, slices, None, None, rewrite,
+        writer = _write_slices(spec, op, instant, slices, None, expressions, rewrite,
                                row_change_columns(table), file_stats_columns(table))
         rows = [r for batch in writer(iter(tagged.to_batches())) for r in batch.to_pylist()]
         return self._results(rows, progress)
