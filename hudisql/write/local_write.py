@@ -14,8 +14,8 @@ those the Spark pipeline writes; only where the work runs differs. Writes this m
 not cover go through Spark as before: keyless tables, the ``BUCKET`` index (it places
 inserts by bucket), overwrites and bulk inserts.
 
-The helpers here are pure Arrow (no Spark); :class:`hudisql.write.pipeline.SparkWriter`
-runs them.
+The helpers here work on Arrow tables in the driver (no Spark job);
+:class:`hudisql.write.pipeline.SparkWriter` runs them.
 """
 
 from __future__ import annotations

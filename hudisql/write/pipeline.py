@@ -35,6 +35,9 @@ A keyless table (no record key fields, Hudi 0.14+) is staged with the rows' own
 and each row's Spark partition and row number; once the instant is open, missing keys are
 generated as Hudi does, ``<instant>_<partition>_<row>`` (:mod:`hudisql.write.staging`).
 
+A DML statement of a few rows skips the jobs: its rows, collected once, are staged, tagged
+and written by the driver with the same functions (:mod:`hudisql.write.local_write`).
+
 The :class:`~hudisql.txn.transaction.Transaction` wraps it all in Hudi's commit protocol.
 """
 
