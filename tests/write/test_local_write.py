@@ -38,6 +38,7 @@ def _statements(handle: HudiTableHandle, session: HudiSession, **options: str) -
      .when_not_matched_insert_all().execute())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("table_type", ["MERGE_ON_READ", "COPY_ON_WRITE"])
 def test_driver_writes_match_the_spark_pipeline(
     hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle], table_type: str
