@@ -34,6 +34,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Literal
 
+import pyarrow as pa
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -163,17 +164,25 @@ def write_rows(table: DmlTable, frame: DataFrame, operation: str,
         WriteError: rows that do not fit the table (nothing written).
         CommitConflictError: a concurrent write touched the same file groups.
     """
+    writer = SparkWriter(table.spark, table.path, dict(table.options), on_step=table.on_step)
+    limit = writer.local_max_records(operation, expressions)
+    if limit:
+        # A few rows are collected once and written by the driver: one Spark job in all
+        # (hudisql.write.local_write); more go through the Spark pipeline as below.
+        head = frame.limit(limit + 1).toArrow()
+        if head.num_rows <= limit:
+            return _commit(table, writer, frame, head.num_rows, operation, expressions, head)
     rows = frame.localCheckpoint(eager=True)
-    return _commit(table, rows, rows.count(), operation, expressions)
+    return _commit(table, writer, rows, rows.count(), operation, expressions)
 
 
-def _commit(table: DmlTable, rows: DataFrame, count: int, operation: str,
-            expressions: Mapping[str, str] | None) -> DmlResult:
+def _commit(table: DmlTable, writer: SparkWriter, rows: DataFrame, count: int,
+            operation: str, expressions: Mapping[str, str] | None,
+            collected: pa.Table | None = None) -> DmlResult:
     if count == 0 and not operation.startswith("insert_overwrite"):
         return DmlResult(0)
-    writer = SparkWriter(table.spark, table.path, dict(table.options), on_step=table.on_step)
     with table.bracket() if table.bracket is not None else contextlib.nullcontext():
-        result = writer.write(rows, operation, expressions)
+        result = writer.write(rows, operation, expressions, rows=collected)
     return DmlResult(int(count), result)
 
 
@@ -433,7 +442,9 @@ class MergeBuilder:
             return write_rows(table, rows, "upsert")
         rows = rows.localCheckpoint(eager=True)
         refuse_repeated_keys(rows, shape.keys, table.label)
-        return _commit(table, rows, rows.count(), "upsert", plan.ops)
+        writer = SparkWriter(table.spark, table.path, dict(table.options),
+                             on_step=table.on_step)
+        return _commit(table, writer, rows, rows.count(), "upsert", plan.ops)
 
     def _checked(self, clause: _Clause, index: int, shape: _Shape) -> _Clause:
         """``clause`` with its columns resolved to the table's names.

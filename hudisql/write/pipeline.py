@@ -35,6 +35,9 @@ A keyless table (no record key fields, Hudi 0.14+) is staged with the rows' own
 and each row's Spark partition and row number; once the instant is open, missing keys are
 generated as Hudi does, ``<instant>_<partition>_<row>`` (:mod:`hudisql.write.staging`).
 
+A DML statement of a few rows skips the jobs: its rows, collected once, are staged, tagged
+and written by the driver with the same functions (:mod:`hudisql.write.local_write`).
+
 The :class:`~hudisql.txn.transaction.Transaction` wraps it all in Hudi's commit protocol.
 """
 
@@ -119,6 +122,14 @@ from hudisql.txn.transaction import (
     Transaction,
 )
 from hudisql.write.index_settings import BUCKET, IndexSettings
+from hudisql.write.local_write import (
+    LOCAL_OPERATIONS,
+    local_max_records,
+    place_inserts,
+    slices_fit,
+    stage_rows,
+    tag_rows,
+)
 from hudisql.write.progress import MarkerWatch
 from hudisql.write.staging import (
     check_partition_paths,
@@ -288,9 +299,10 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
         if not rows:
             return
         ctx = TaskContext.get()
-        assert ctx is not None
-        token = write_token(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
-        attempt = ctx.attemptNumber()
+        # No task context: a driver write (hudisql.write.local_write), one attempt.
+        token = write_token(0, 0, 0) if ctx is None else write_token(
+            ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
+        attempt = 0 if ctx is None else ctx.attemptNumber()
         # One sort, then each file group is a contiguous slice (no per-group filter).
         data = pa.Table.from_batches(rows).sort_by(_FILE_ID)
         table = HudiTable.open(spec.path)
@@ -442,7 +454,8 @@ class SparkWriter:
         self._file_stats: dict[str, list[ColumnRange]] = {}
 
     def write(self, df: DataFrame, operation: str,
-              expressions: Mapping[str, str] | None = None) -> WriteResult:
+              expressions: Mapping[str, str] | None = None,
+              rows: pa.Table | None = None) -> WriteResult:
         """Write ``df`` with ``operation`` as one commit; returns its instant, action and stats.
 
         Operations: ``insert``, ``bulk_insert``, ``upsert`` (rows whose boolean
@@ -454,6 +467,10 @@ class SparkWriter:
         table only) writes expression blocks (``hudisql.table.read.expressions``): each row
         carries its key and the named columns' operands, readers apply them to the stored
         row, and rows whose key the table does not hold are dropped (they update only).
+
+        ``rows``: ``df``'s rows already collected, for a write :meth:`local_max_records`
+        allows: staged, tagged and written by the driver (:mod:`hudisql.write.local_write`),
+        no Spark job; ``df`` then only gives the schema.
 
         Raises:
             WriteError: unknown operation, or records that do not fit the table (nothing
@@ -485,7 +502,12 @@ class SparkWriter:
         with progress:
             # Staging and its checks run before the instant opens: a refusal leaves no trace.
             progress.stage("staging records")
-            staged, counts, persisted = self._stage(df, op, spec)
+            local: pa.Table | None = None
+            if rows is not None:
+                local, counts = self._stage_local(rows, df, op, spec)
+                staged, persisted = df, None
+            else:
+                staged, counts, persisted = self._stage(df, op, spec)
             try:
                 # The metadata table (when the table has one) commits with the data instant.
                 txn = Transaction(table, self.options, OPERATIONS[op],
@@ -497,9 +519,14 @@ class SparkWriter:
                 try:
                     if spec.keyless:
                         staged = with_generated_keys(staged, instant)
-                    stats, changes = self._tag_and_write(
-                        staged, counts, op, spec, txn.table, instant, expressions, sizing,
-                        progress)
+                    if local is not None:
+                        stats, changes = self._tag_and_write_local(
+                            local, counts, op, spec, txn.table, instant, expressions, sizing,
+                            progress)
+                    else:
+                        stats, changes = self._tag_and_write(
+                            staged, counts, op, spec, txn.table, instant, expressions,
+                            sizing, progress)
                     for participant in txn.participants:
                         if isinstance(participant, MetadataTableParticipant):
                             participant.changes = changes
@@ -630,17 +657,94 @@ class SparkWriter:
         progress.stage("writing file slices", total=len(slices) + new_groups)
         with MarkerWatch(progress, table.storage, instant):
             rows = out.collect()
-        stats = [WriteStat.from_dict(json.loads(r.stat)) for r in rows]
+        return self._results([r.asDict() for r in rows], progress)
+
+    def _results(self, rows: list[dict[str, Any]], progress: Progress
+                 ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:
+        """The write stats and row changes of the write tasks' result rows."""
+        stats = [WriteStat.from_dict(json.loads(r["stat"])) for r in rows]
         # Row changes computed in the tasks, for the metadata participant (none: it reads).
-        changes = {(s.partition_path or "", s.file_id): RowChanges.from_ipc(bytes(r.changes))
-                   for s, r in zip(stats, rows, strict=True) if r.changes is not None}
+        changes = {(s.partition_path or "", s.file_id): RowChanges.from_ipc(bytes(r["changes"]))
+                   for s, r in zip(stats, rows, strict=True) if r["changes"] is not None}
         # Log files' column ranges computed in the tasks (the participant reads the others).
-        self._file_stats = {s.path: pickle.loads(base64.b64decode(r.ranges))
+        self._file_stats = {s.path: pickle.loads(base64.b64decode(r["ranges"]))
                             for s, r in zip(stats, rows, strict=True)
-                            if r.ranges is not None and s.path}
+                            if r["ranges"] is not None and s.path}
         written = len({(s.partition_path, s.file_id) for s in stats})
         progress.update(written, total=written)
         return stats, changes
+
+    # -- small writes in the driver (hudisql.write.local_write) -----------------------------
+
+    def local_max_records(self, operation: str,
+                          expressions: Mapping[str, str] | None = None) -> int:
+        """The most records a write of ``operation`` may write from the driver (pass them
+        to :meth:`write` as ``rows``); 0 when this write must run as Spark jobs: the
+        option says so, a keyless table, the ``BUCKET`` index, an operation other than
+        insert, upsert (expression writes too) and delete, injected task faults, or a table
+        whose latest slices are too large for the driver to read their keys."""
+        op = operation.lower()
+        if op not in LOCAL_OPERATIONS or self.options.get(FAULT_AFTER_FILES):
+            return 0
+        table = HudiTable.open(self.path)
+        limit = local_max_records(self.options, table.name)
+        if not limit or table.properties.keyless:
+            return 0
+        try:
+            index = IndexSettings.resolve(self.options, table)
+        except WriteError:
+            return 0  # the Spark write refuses it, naming why
+        if index.index_type == BUCKET or not slices_fit(table.file_slices()):
+            return 0
+        return limit
+
+    def _stage_local(self, rows: pa.Table, df: DataFrame, op: str, spec: _TableSpec
+                     ) -> tuple[pa.Table, dict[str | None, int]]:
+        """``rows`` staged in the driver as :meth:`_stage` stages them in Spark."""
+        with_partition = op != "delete" or all(p in df.columns for p in spec.partition_fields)
+        if IS_DELETED in rows.column_names and op not in ("upsert", "delete"):
+            rows = rows.filter(pc.invert(pc.fill_null(rows.column(IS_DELETED), False)))
+        return stage_rows(rows, spec.key_fields, spec.partition_fields, spec.hive_style,
+                          spec.labelled, with_partition, spec.name)
+
+    def _tag_and_write_local(self, staged: pa.Table, counts: Mapping[str | None, int],
+                             op: str, spec: _TableSpec, table: HudiTable, instant: str,
+                             expressions: Mapping[str, str] | None,
+                             sizing: SmallFileSettings, progress: Progress
+                             ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:
+        """:meth:`_tag_and_write` in the driver, with the same tags, placement and files."""
+        with_partition = op != "delete" or all(
+            p in staged.column_names for p in spec.partition_fields)
+        head = table.timeline.last_completed()
+        touched = [str(p) for p in counts] if with_partition else None
+        tagged, slices = tag_rows(table, staged, touched, head.timestamp if head else None)
+        stored = pc.is_valid(tagged.column(_FILE_ID))
+        if op == "insert" and pc.any(stored).as_py():
+            key = tagged.filter(stored).column(RECORD_KEY)[0].as_py()
+            raise WriteError(f"table {spec.name}: record key {key!r} is already in "
+                             "the table; insert adds new records only: use upsert")
+        rewrite: frozenset[tuple[str, str]] = frozenset()
+        new_groups = 0
+        if op == "delete" or expressions is not None:  # an expression updates stored keys
+            tagged = tagged.filter(stored)
+        else:
+            if IS_DELETED in tagged.column_names:  # deletes of absent keys: nothing to do
+                marked = pc.fill_null(tagged.column(IS_DELETED), False)
+                tagged = tagged.filter(pc.or_kleene(stored, pc.invert(marked)))
+            held = clustered_groups(table.timeline)
+            small = small_files([s for k, s in slices.items() if k not in held], spec.is_mor,
+                                sizing, average_record_size(table.timeline, sizing))
+            if spec.is_mor:
+                rewrite = frozenset((p, f.file_slice.file_id)
+                                    for p, files in small.items() for f in files)
+            if rewrite:
+                tagged = tagged.append_column(_INSERTED, pc.is_null(tagged.column(_FILE_ID)))
+            tagged, new_groups = place_inserts(tagged, counts, small, sizing.insert_split_size)
+        progress.stage("writing file slices", total=len(slices) + new_groups)
+        writer = _write_slices(spec, op, instant, slices, None, expressions, rewrite,
+                               row_change_columns(table), file_stats_columns(table))
+        rows = [r for batch in writer(iter(tagged.to_batches())) for r in batch.to_pylist()]
+        return self._results(rows, progress)
 
     def _tag(self, staged: DataFrame, spec: _TableSpec, table: HudiTable,
              touched: list[str] | None) -> Tagged:
