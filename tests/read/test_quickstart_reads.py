@@ -35,8 +35,10 @@ DATA = [
 
 
 def test_quickstart_time_travel_incremental_point_in_time_and_cdc(
-        hudi_session: HudiSession, tmp_path: Path) -> None:
+        hudi_session: HudiSession, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     spark = hudi_session.spark
+    for view in ("trips_table", "trips_incremental"):  # the quickstart's views, not left behind
+        request.addfinalizer(lambda view=view: spark.catalog.dropTempView(view))  # type: ignore[misc]
     base_path = str(tmp_path / "trips_table")
     hudi_options = {
         "hoodie.table.name": "trips_table",
