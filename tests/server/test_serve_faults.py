@@ -65,7 +65,9 @@ def test_long_query_blocks_no_one_and_cancel_stops_it(served: Served) -> None:
         # psycopg's cancel: the query ends with 57014 and its Spark job stops (the query
         # would run for hours; the connection answers again at once).
         started = time.monotonic()
-        long_conn.cancel()
+        # cancel_safe: psycopg's cancel() holds the GIL while libpq waits for the server,
+        # which runs in this very process.
+        long_conn.cancel_safe()
         thread.join(60)
         assert not thread.is_alive() and time.monotonic() - started < 30
         assert isinstance(failure[0], psycopg.errors.QueryCanceled), failure
@@ -75,7 +77,7 @@ def test_long_query_blocks_no_one_and_cancel_stops_it(served: Served) -> None:
         assert answer_within(long_conn, "SELECT count(*) FROM range(10)", 30) == (10,)
     finally:
         if thread.is_alive():
-            long_conn.cancel()
+            long_conn.cancel_safe()
         thread.join(120)
         long_conn.close()
         other.close()
