@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from hudisql.server import wire
 from hudisql.server.auth import MECHANISM, AuthenticationError, ScramExchange
-from hudisql.server.pgsession import STARTUP_SETTINGS, Outcome, PgSession
+from hudisql.server.pgsession import STARTUP_SETTINGS, Outcome, PgSession, cancelled_error
 from hudisql.server.results import RowSource
 from hudisql.server.sqlstate import PgError, ServerError, to_pg_error
 from hudisql.server.sqltext import bind_parameters, parameter_count, split_statements
@@ -64,6 +64,8 @@ class Connection:
         self.pid = pid
         self.secret = secret
         self.session: PgSession | None = None
+        #: The FAIR scheduler pool of this connection's Spark jobs (once logged in).
+        self.pool: str | None = None
         self.tls = False
         self._out: list[bytes] = []
         self._out_size = 0
@@ -166,10 +168,10 @@ class Connection:
         read_only = self.authenticate(user)
         if read_only is None:
             return False
-        hudi = self.server.new_hudi_session()
+        hudi = self.server.new_hudi_session(self.server.scheduler_pool(self))
         self.session = PgSession(hudi, user, read_only or config.read_only, self.pid,
                                  parameters.get("application_name", ""))
-        hudi.spark.addTag(self.session.tag)
+        self.session.activity = self.server.activity
         database = parameters.get("database", "")
         if database and hudi.spark.catalog.databaseExists(database):
             hudi.spark.catalog.setCurrentDatabase(database)
@@ -244,6 +246,8 @@ class Connection:
     def fail(self, exc: BaseException, text: str | None, offset: int) -> None:
         """Report a failed statement; a transaction block becomes failed."""
         assert self.session is not None
+        if self.session.statement.cancelled.is_set():
+            exc = cancelled_error()  # a Spark job's interruption, or the rows' stop
         if not isinstance(exc, ServerError) and not type(exc).__module__.startswith(
                 ("hudisql", "pyspark", "py4j")):
             log.warning("statement failed on connection %d", self.pid, exc_info=exc)
@@ -286,15 +290,13 @@ class Connection:
             self.emit(wire.EMPTY_QUERY)
         for offset, statement in statements:
             self.session.translated = False
-            self.session.running = statement
-            try:
-                outcome = self.session.execute(statement)
-                self.send_outcome(outcome, describe=True)
-            except Exception as exc:
-                self.fail(exc, statement, offset)
-                break
-            finally:
-                self.session.running = None
+            with self.session.statement.run(statement):
+                try:
+                    outcome = self.session.execute(statement)
+                    self.send_outcome(outcome, describe=True)
+                except Exception as exc:
+                    self.fail(exc, statement, offset)
+                    break
         self.ready()
 
     def parse(self, reader: wire.Reader) -> None:
@@ -373,12 +375,13 @@ class Connection:
         if not portal.text:
             self.emit(wire.NO_DATA)
             return
-        try:
-            outcome = self._start(portal)
-        except Exception as exc:
-            self.fail(exc, portal.client_text, 0)
-            self.skipping = True
-            return
+        with self.session.statement.run(portal.text):  # commands run here: cancellable
+            try:
+                outcome = self._start(portal)
+            except Exception as exc:
+                self.fail(exc, portal.client_text, 0)
+                self.skipping = True
+                return
         self.emit(outcome.source.description() if outcome.source is not None else wire.NO_DATA)
 
     def execute(self, reader: wire.Reader) -> None:
@@ -391,21 +394,19 @@ class Connection:
             self.emit(wire.EMPTY_QUERY)
             return
         assert self.session is not None
-        self.session.running = portal.text
-        try:
-            outcome = self._start(portal)
-            if portal.done:
-                self.emit(wire.command_complete(outcome.command_tag(0)))
-                return
-            if self.send_outcome(outcome, describe=False, limit=max(limit, 0)):
-                portal.done = True
-            else:
-                self.emit(wire.PORTAL_SUSPENDED)
-        except Exception as exc:
-            self.fail(exc, portal.client_text, 0)
-            self.skipping = True
-        finally:
-            self.session.running = None
+        with self.session.statement.run(portal.text):
+            try:
+                outcome = self._start(portal)
+                if portal.done:
+                    self.emit(wire.command_complete(outcome.command_tag(0)))
+                    return
+                if self.send_outcome(outcome, describe=False, limit=max(limit, 0)):
+                    portal.done = True
+                else:
+                    self.emit(wire.PORTAL_SUSPENDED)
+            except Exception as exc:
+                self.fail(exc, portal.client_text, 0)
+                self.skipping = True
 
     def sync(self, reader: wire.Reader) -> None:
         """Sync: end of an extended-protocol batch; the implicit transaction's portals end."""

@@ -11,6 +11,7 @@ they agree between connections and between statements.
 
 from __future__ import annotations
 
+import datetime as dt
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -170,6 +171,13 @@ SCHEMAS: dict[str, str] = {
         "usename STRING, usesysid INT, usecreatedb BOOLEAN, usesuper BOOLEAN,"
         " userepl BOOLEAN, usebypassrls BOOLEAN, passwd STRING, valuntil TIMESTAMP,"
         " useconfig ARRAY<STRING>"),
+    "pg_stat_activity": (
+        "datid INT, datname STRING, pid INT, leader_pid INT, usesysid INT, usename STRING,"
+        " application_name STRING, client_addr STRING, client_hostname STRING,"
+        " client_port INT, backend_start TIMESTAMP, xact_start TIMESTAMP,"
+        " query_start TIMESTAMP, state_change TIMESTAMP, wait_event_type STRING,"
+        " wait_event STRING, state STRING, backend_xid INT, backend_xmin INT,"
+        " query_id BIGINT, query STRING, backend_type STRING"),
     "information_schema_schemata": (
         "catalog_name STRING, schema_name STRING, schema_owner STRING,"
         " default_character_set_catalog STRING, default_character_set_schema STRING,"
@@ -201,11 +209,24 @@ _NEEDS_RELATIONS = {"pg_namespace", "pg_class", "pg_attribute", "pg_description"
 
 
 @dataclass
+class Activity:
+    """One logged-in connection as ``pg_stat_activity`` shows it."""
+
+    pid: int
+    user: str
+    application_name: str
+    query: str | None  # the statement running (None: idle)
+    query_start: float | None  # when it started (``time.time()``)
+
+
+@dataclass
 class CatalogContext:
-    """What the catalog rows depend on besides the tables: the user and the settings."""
+    """What the catalog rows depend on besides the tables: the user, the settings and the
+    server's connections."""
 
     user: str
     settings: dict[str, str]
+    activity: list[Activity] = field(default_factory=list)
 
 
 def relations(session: HudiSession) -> tuple[list[str], list[Relation]]:
@@ -391,6 +412,18 @@ def _information_columns(databases: list[str], rels: list[Relation],
     return rows
 
 
+def _activity(databases: list[str], rels: list[Relation], ctx: CatalogContext) -> Rows:
+    rows: Rows = []
+    for a in ctx.activity:
+        start = None if a.query_start is None else dt.datetime.fromtimestamp(a.query_start,
+                                                                             dt.UTC)
+        rows.append((stable_oid(DATABASE), DATABASE, a.pid, None, OWNER_OID, a.user,
+                     a.application_name, None, None, None, None, start, start, start, None,
+                     None, "active" if a.query is not None else "idle", None, None, None,
+                     a.query or "", "client backend"))
+    return rows
+
+
 def _empty(databases: list[str], rels: list[Relation], ctx: CatalogContext) -> Rows:
     return []
 
@@ -408,6 +441,7 @@ _ROWS = {
     "pg_sequence": _empty,
     "pg_user": lambda d, r, ctx: [(ctx.user, OWNER_OID, False, False, False, False,
                                    "********", None, None)],
+    "pg_stat_activity": _activity,
     "information_schema_schemata": _schemata, "information_schema_tables": _tables,
     "information_schema_columns": _information_columns,
 }

@@ -11,16 +11,24 @@ wrote says, as a WARNING, that those writes stay committed. Cursors (``DECLARE [
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hudisql.server import guard
-from hudisql.server.pgcatalog import CatalogContext, build_views
-from hudisql.server.results import RowSource, frame_batches, frame_fields
+from hudisql.server.cancel import RunningStatement
+from hudisql.server.onerow import literal_row, one_row_select
+from hudisql.server.pgcatalog import Activity, CatalogContext, build_views
+from hudisql.server.results import Field, RowSource, frame_batches, frame_fields
 from hudisql.server.sqlstate import ServerError
-from hudisql.server.sqltext import TranslationContext, first_words, looks_postgres, translate
+from hudisql.server.sqltext import (
+    Translation,
+    TranslationContext,
+    first_words,
+    looks_postgres,
+    translate,
+)
+from hudisql.server.types import BY_OID
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -107,6 +115,11 @@ def _unquote(value: str) -> str:
     return value
 
 
+def cancelled_error() -> ServerError:
+    """The error of a statement its client cancelled (SQLSTATE 57014, as PostgreSQL)."""
+    return ServerError("57014", "canceling statement due to user request")
+
+
 class PgSession:
     """A connection's state and statement runner.
 
@@ -131,26 +144,32 @@ class PgSession:
         self.status = "I"  # I: idle, T: in a block, E: failed block
         self.wrote_in_block = 0
         self.cursors: dict[str, Cursor] = {}
-        self.cancelled = threading.Event()
-        self.tag = f"hudisql-serve-{pid}"
+        #: The statement running now, and the client's cancel of it.
+        self.statement = RunningStatement(hudi.spark.interruptAll)
         #: True while the running statement is a translation of the client's text (its
         #: errors' positions would not point into what the client sent).
         self.translated = False
-        #: The statement running now (None between statements), for the server's view.
-        self.running: str | None = None
+        #: The server's connections for ``pg_stat_activity`` (set by the connection).
+        self.activity: Callable[[], list[Activity]] = list
+        self._last_translation: tuple[str, Translation | None] | None = None
+
+    @property
+    def running(self) -> str | None:
+        """The statement running now (None between statements)."""
+        return self.statement.text
 
     # ------------------------------------------------------------------ cancel
 
     def check_cancel(self) -> None:
         """Raise when the client cancelled the running statement (SQLSTATE 57014)."""
-        if self.cancelled.is_set():
-            self.cancelled.clear()
-            raise ServerError("57014", "canceling statement due to user request")
+        if self.statement.cancelled.is_set():
+            raise cancelled_error()
 
-    def cancel(self) -> None:
-        """Stop the running statement: its Spark jobs, and the rows still to send."""
-        self.cancelled.set()
-        self.hudi.spark.interruptTag(self.tag)
+    def cancel(self) -> bool:
+        """Stop the running statement: its Spark jobs (every job of this connection's
+        Spark session, so also the next partition an open cursor prefetches), and the rows
+        still to send; returns False when no statement runs."""
+        return self.statement.cancel()
 
     # ------------------------------------------------------------------ statements
 
@@ -178,22 +197,34 @@ class PgSession:
         guard.check_allowed(text)
         if self.read_only:
             guard.check_read_only(text)
-        self.cancelled.clear()
-        frame = self.frame(text)
-        outcome = self.outcome(text, frame)
+        literal = self._literal_answer(text)
+        if literal is not None:
+            return literal
+        frame, local = self.frame(text)
+        outcome = self.outcome(text, frame, local)
         if self.status == "T" and outcome.tag not in ("SELECT",):
             self.wrote_in_block += 1
         return outcome
 
-    def frame(self, text: str) -> DataFrame:
-        """The statement's DataFrame (commands have run by then)."""
+    def frame(self, text: str) -> tuple[DataFrame, bool]:
+        """The statement's DataFrame (commands have run by then), and whether its rows are
+        read on the driver with no Spark job (a select list with no table)."""
+        frame, ran = self._frame(text)
+        one_row = one_row_select(ran)
+        if one_row is None:
+            return frame, False
+        return self.hudi.sql(one_row), True
+
+    def _frame(self, text: str) -> tuple[DataFrame, str]:
+        """The statement's DataFrame and the text that made it (``text`` or its
+        translation)."""
         if looks_postgres(text):
             translated = self._translate(text)
             if translated is not None:
                 self.translated = True
-                return self.hudi.sql(translated)
+                return self.hudi.sql(translated), translated
         try:
-            return self.hudi.sql(text)
+            return self.hudi.sql(text), text
         except Exception as exc:
             if "Parse" not in type(exc).__name__:
                 raise
@@ -202,29 +233,57 @@ class PgSession:
                 raise
             try:
                 self.translated = True
-                return self.hudi.sql(translated)
+                return self.hudi.sql(translated), translated
             except Exception:
                 self.translated = False
                 raise exc from None  # the client's own text's error, with its position
 
-    def _translate(self, text: str) -> str | None:
+    def _literal_answer(self, text: str) -> Outcome | None:
+        """The answer to a select list of literals (after translation), read without Spark
+        (see :mod:`hudisql.server.onerow`); None for other statements."""
+        candidate = text
+        if looks_postgres(text):
+            translation = self._translation(text)
+            if translation is None or translation.views:
+                return None
+            candidate = translation.sql
+        columns = literal_row(candidate)
+        if columns is None:
+            return None
+        fields = [Field(c.name, c.oid, BY_OID[c.oid].size, -1) for c in columns]
+        return Outcome("SELECT", RowSource.of_values(fields, [c.value for c in columns]))
+
+    def _translation(self, text: str) -> Translation | None:
+        """``text`` translated to Spark SQL (None: sqlglot cannot read it); the last one
+        is kept, as a statement is often translated twice (literal answer, then frame)."""
         import sqlglot.errors
 
+        if self._last_translation is not None and self._last_translation[0] == text:
+            return self._last_translation[1]
         context = TranslationContext(self.user, self.current_schema(), self.pid,
                                      VERSION_TEXT)
         try:
-            translation = translate(text, context)
+            translation: Translation | None = translate(text, context)
         except sqlglot.errors.SqlglotError:
+            translation = None
+        self._last_translation = (text, translation)
+        return translation
+
+    def _translate(self, text: str) -> str | None:
+        translation = self._translation(text)
+        if translation is None:
             return None
-        build_views(self.hudi, translation.views, CatalogContext(self.user, self.settings))
+        build_views(self.hudi, translation.views,
+                    CatalogContext(self.user, self.settings, self.activity()))
         return translation.sql
 
     def current_schema(self) -> str:
         """Spark's current database (the PostgreSQL schema tools see first)."""
         return str(self.hudi.spark.catalog.currentDatabase())
 
-    def outcome(self, text: str, frame: DataFrame) -> Outcome:
-        """``frame`` as rows to send (queries) or a tag (commands, run to the end)."""
+    def outcome(self, text: str, frame: DataFrame, local: bool = False) -> Outcome:
+        """``frame`` as rows to send (queries) or a tag (commands, run to the end);
+        ``local``: its rows are read on the driver with no Spark job."""
         words = first_words(text, 2)
         head = words[0] if words else ""
         if head in DML_WORDS:
@@ -232,7 +291,8 @@ class PgSession:
             count = int(rows[0][0]) if rows and "num_affected_rows" in frame.columns else 0
             return Outcome(head, count=count)
         if head in QUERY_WORDS:
-            source = RowSource(frame_fields(frame), frame_batches(frame), self.check_cancel)
+            source = RowSource(frame_fields(frame), frame_batches(frame, local),
+                               self.check_cancel)
             return Outcome("SELECT", source)
         frame.collect()  # a command's effect may be lazy
         return Outcome(" ".join(words) if head in ("CREATE", "DROP", "ALTER") else head)
@@ -244,7 +304,7 @@ class PgSession:
         if not words or words[0] not in ("SELECT", "WITH", "VALUES", "TABLE", "("):
             return None
         guard.check_allowed(text)
-        frame = self.frame(text)
+        frame, _ = self._frame(text)
         return RowSource(frame_fields(frame), iter(()))
 
     # ------------------------------------------------------------------ transactions

@@ -41,9 +41,9 @@ def frame_fields(frame: DataFrame) -> list[Field]:
     return fields
 
 
-def frame_batches(frame: DataFrame) -> Iterator[pa.RecordBatch]:
+def frame_batches(frame: DataFrame, local: bool = False) -> Iterator[pa.RecordBatch]:
     """``frame``'s rows as Arrow batches, one partition at a time (the job starts on the
-    first ``next``).
+    first ``next``); ``local``: the caller knows Spark reads them on the driver.
 
     Each partition's batches travel as Arrow IPC bytes in one row per batch
     (``mapInArrow``), and ``toLocalIterator`` fetches one partition at a time, so the
@@ -52,7 +52,7 @@ def frame_batches(frame: DataFrame) -> Iterator[pa.RecordBatch]:
     """
     from pyspark.sql.types import BinaryType, StructField, StructType
 
-    if frame.isLocal():
+    if local or frame.isLocal():
         # Rows already on the driver (constants, catalog views, command results): collect()
         # runs no Spark job, so it never waits for cores another client's job holds.
         rows = frame.collect()
@@ -107,6 +107,14 @@ class RowSource:
         fields = [Field(n, 25, -1, -1) for n in names]
         arrays = [pa.array([r[i] for r in rows], pa.string()) for i in range(len(names))]
         batch = pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(len(names))])
+        return cls(fields, iter([batch]))
+
+    @classmethod
+    def of_values(cls, fields: list[Field], row: Sequence[object]) -> RowSource:
+        """A source of one row of plain values (a literal answer), one per field."""
+        arrays = [pa.array([value]) if value is not None else pa.nulls(1, pa.string())
+                  for value in row]
+        batch = pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(len(row))])
         return cls(fields, iter([batch]))
 
     def set_formats(self, codes: list[int]) -> None:

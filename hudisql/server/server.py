@@ -2,11 +2,13 @@
 
 One Spark application serves every connection; each connection gets its own Spark
 session (``spark.newSession()``: its own temp views, current database and settings) with
-hudisql connected to it, so statements of different clients run side by side and a
-client's long query never holds up another's. Cancelling a statement ends it at its next
-batch of rows and asks Spark to interrupt the jobs tagged with its connection's tag
-(``SparkSession.interruptTag``; measured here, classic sessions did not deliver it to jobs
-started from a connection's thread, so a running job finishes first).
+hudisql connected to it, so statements of different clients run side by side. Queries
+that read no table are answered without a Spark job (:mod:`hudisql.server.onerow`), so
+they never wait for cores another client's query holds; the Spark application the server
+starts itself schedules FAIR, each connection's jobs in a pool of their own
+(``spark.scheduler.pool``, a session setting Spark hands to its jobs), so a new query gets
+the next free core instead of queueing behind every task of a long one. A CancelRequest
+interrupts the connection's Spark jobs (:mod:`hudisql.server.cancel`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 from hudisql.errors import HudiSqlError
 from hudisql.server.auth import User, load_users
 from hudisql.server.connection import Connection
+from hudisql.server.pgcatalog import Activity
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -120,18 +123,22 @@ class PgServer:
         if self._hudi is None:
             import hudisql
 
+            conf = {"spark.scheduler.mode": "FAIR", **self.config.conf}
             self._hudi = hudisql.connect(warehouse=self.config.warehouse,
-                                         conf=self.config.conf, catalog=self.config.catalog)
+                                         conf=conf, catalog=self.config.catalog)
         return self._hudi
 
-    def new_hudi_session(self) -> HudiSession:
+    def new_hudi_session(self, pool: str | None = None) -> HudiSession:
         """A connection's hudisql session on a new Spark session of the server's
-        application (files by path may not be queried)."""
+        application (files by path may not be queried; its jobs go to scheduler pool
+        ``pool``, which only FAIR scheduling tells apart)."""
         import hudisql
 
         base = self.hudi
         spark: SparkSession = base.spark.newSession()
         spark.conf.set("spark.sql.runSQLOnFiles", "false")
+        if pool is not None:
+            spark.conf.set("spark.scheduler.pool", pool)
         session: HudiSession = hudisql.connect(
             spark, warehouse=base.warehouse, conf=dict(base.options),
             catalog=self.config.catalog)
@@ -187,14 +194,36 @@ class PgServer:
             found = self._connections.get(pid)
         if found is None or found[0].secret != secret or found[0].session is None:
             return False
-        found[0].session.cancel()
-        return True
+        return found[0].session.cancel()
 
     def running_statements(self) -> dict[int, str]:
         """The statement each connection is running, by backend id (those running one)."""
         with self._lock:
             sessions = [c.session for c, _ in self._connections.values()]
         return {s.pid: s.running for s in sessions if s is not None and s.running}
+
+    def activity(self) -> list[Activity]:
+        """Every logged-in connection: who, from which application, running what."""
+        with self._lock:
+            sessions = [c.session for c, _ in self._connections.values()]
+        found = []
+        for s in sessions:
+            if s is None:
+                continue
+            statement = s.statement
+            found.append(Activity(s.pid, s.user, s.settings.get("application_name", ""),
+                                  statement.text, statement.started))
+        return found
+
+    def scheduler_pool(self, connection: Connection) -> str:
+        """Give ``connection`` its FAIR scheduler pool: the lowest slot no other
+        connection holds, so pools are reused rather than one made per connection ever."""
+        with self._lock:
+            taken = {c.pool for p, (c, t) in self._connections.items()
+                     if c is not connection and t.is_alive()}
+            slot = next(i for i in itertools.count() if f"hudisql-serve-{i}" not in taken)
+            connection.pool = f"hudisql-serve-{slot}"
+            return connection.pool
 
     @property
     def connection_count(self) -> int:

@@ -129,3 +129,57 @@ def test_binary_numeric(value: str, expected: tuple[int, int, int, int, list[int
     count, weight, sign, scale = struct.unpack("!hhHh", data[:8])
     digits = list(struct.unpack(f"!{count}h", data[8:]))
     assert (count, weight, sign, scale, digits) == expected
+
+
+@pytest.mark.parametrize(("text", "row"), [
+    ("SELECT 1", [("1", 23, 1)]),
+    ("select 1 AS n, 'x y' b, true `c d`, null", [("n", 23, 1), ("b", 25, "x y"),
+                                                 ("c d", 16, True), ("NULL", 25, None)]),
+    ("SELECT 'PostgreSQL 16.0' AS version", [("version", 25, "PostgreSQL 16.0")]),
+    ("SELECT 1,", None), ("SELECT 1 AS", None), ("SELECT 1 where", None),
+    ("SELECT 2147483648", None), ("SELECT 'a\\nb'", None), ("SELECT 1 + 1", None),
+    ("SELECT 1 FROM t", None),
+])
+def test_literal_row(text: str, row: list[tuple[str, int, object]] | None) -> None:
+    from hudisql.server.onerow import literal_row
+
+    found = literal_row(text)
+    assert (None if found is None else [(c.name, c.oid, c.value) for c in found]) == row
+
+
+@pytest.mark.parametrize(("text", "one_row"), [
+    ("SELECT 1 + 1 -- c", True), ("SELECT upper('a'), now()", True),
+    ("SELECT 1 FROM t", False), ("SELECT (SELECT max(x) FROM t)", False),
+    ("SELECT explode(array(1, 2))", False), ("SELECT 1 LIMIT 0", False),
+    ("SHOW TABLES", False), ("SELECT 'FROM'", True),
+])
+def test_one_row_select(text: str, one_row: bool) -> None:
+    from hudisql.server.onerow import ONE_ROW_TABLE, one_row_select
+
+    rewritten = one_row_select(text)
+    assert (rewritten is not None) == one_row
+    assert rewritten is None or rewritten == f"{text}\nFROM {ONE_ROW_TABLE}"
+
+
+def test_cancel_interrupts_until_the_statement_ends() -> None:
+    import threading
+
+    from hudisql.server.cancel import RunningStatement
+
+    interrupts: list[int] = []
+    second = threading.Event()
+
+    def interrupt() -> None:
+        interrupts.append(1)
+        if len(interrupts) == 2:
+            second.set()
+
+    statement = RunningStatement(interrupt)
+    assert not statement.cancel()  # nothing runs: nothing to cancel
+    with statement.run("SELECT slow"):
+        assert statement.cancel() and statement.cancelled.is_set()
+        assert second.wait(10)  # interrupted again: a job started after the first try
+    assert not statement.cancelled.is_set()
+    count = len(interrupts)
+    with statement.run("SELECT next"):  # the next statement is never interrupted
+        assert len(interrupts) == count
