@@ -235,6 +235,9 @@ class PgServer:
         """Stop accepting, cancel running statements, close every connection."""
         self._stopping.set()
         if self._listener is not None:
+            # close() alone does not wake a thread blocked in accept() on Linux; shutdown does.
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
             self._listener.close()
         with self._lock:
             connections = list(self._connections.values())

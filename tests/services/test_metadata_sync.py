@@ -151,6 +151,24 @@ def test_a_failed_spark_write_leaves_the_metadata_table_as_it_was(
     assert rs_rows(handle) == before_rows
 
 
+def _spy_row_changes(monkeypatch: pytest.MonkeyPatch) -> list[dict[tuple[str, str], RowChanges]]:
+    """The RowChanges each write hands the metadata participant, in order: from its Spark
+    tasks, or from the driver for a statement small enough to be written there
+    (``hudisql.write.local.max.records``); the two share the functions that compute them."""
+    seen: list[dict[tuple[str, str], RowChanges]] = []
+    for name in ("_tag_and_write", "_tag_and_write_local"):
+        original = getattr(SparkWriter, name)
+
+        def spy(self: SparkWriter, *args: object, _original: object = original,
+                **kwargs: object) -> object:
+            stats, changes = _original(self, *args, **kwargs)  # type: ignore[operator]
+            seen.append(changes)
+            return stats, changes
+
+        monkeypatch.setattr(SparkWriter, name, spy)
+    return seen
+
+
 def test_copy_on_write_writes_hand_their_row_changes_from_the_tasks(
         session: HudiSession, monkeypatch: pytest.MonkeyPatch) -> None:
     """Copy-on-write slices are rewritten whole: the write tasks compute the record and
@@ -162,15 +180,7 @@ def test_copy_on_write_writes_hand_their_row_changes_from_the_tasks(
     session.sql("CREATE INDEX idx_rider ON cow (rider)")
     handle = session.table("cow")
 
-    seen: list[dict[tuple[str, str], object]] = []
-    original = SparkWriter._tag_and_write
-
-    def spy(self: SparkWriter, *args: object, **kwargs: object) -> object:
-        stats, changes = original(self, *args, **kwargs)  # type: ignore[arg-type]
-        seen.append(changes)
-        return stats, changes
-
-    monkeypatch.setattr(SparkWriter, "_tag_and_write", spy)
+    seen: list[dict[tuple[str, str], object]] = _spy_row_changes(monkeypatch)  # type: ignore[assignment]
     session.sql("INSERT INTO cow VALUES (3, 'a', 'r9', 1.5, 'sf'), (3, 'c', 'r1', 3.0, 'sf')")
     _in_sync(handle, _latest(handle))
     session.sql("DELETE FROM cow WHERE uuid = 'b'")
@@ -194,15 +204,9 @@ def test_merge_on_read_log_writes_hand_their_row_changes_from_the_tasks(
     updates one key and deletes another in one log file, and an expression update (the
     task reads the group back with its new log), each validated exactly."""
     handle = _indexed(session)
-    seen: list[dict[tuple[str, str], RowChanges]] = []
+    seen = _spy_row_changes(monkeypatch)
     read_by_participant: list[tuple[str, str]] = []
-    original = SparkWriter._tag_and_write
     original_rows = commit_update.row_changes
-
-    def spy(self: SparkWriter, *args: object, **kwargs: object) -> object:
-        stats, changes = original(self, *args, **kwargs)  # type: ignore[arg-type]
-        seen.append(changes)
-        return stats, changes
 
     def participant_reads(*args: object, **kwargs: object) -> object:
         found = original_rows(*args, **kwargs)  # type: ignore[arg-type]
@@ -217,7 +221,6 @@ def test_merge_on_read_log_writes_hand_their_row_changes_from_the_tasks(
             decoded.append(f.path)
         return original_ranges(table, f, columns)
 
-    monkeypatch.setattr(SparkWriter, "_tag_and_write", spy)
     monkeypatch.setattr(commit_update, "row_changes", participant_reads)
     monkeypatch.setattr(commit_update, "file_ranges", participant_decodes)
 
