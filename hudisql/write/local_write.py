@@ -164,6 +164,27 @@ def tag_rows(table: HudiTable, staged: pa.Table, touched: list[str] | None,
     return tagged, by_group
 
 
+def insert_shares(count: int, small: Sequence[SmallFile], per_file: int
+                  ) -> tuple[list[tuple[str, int]], int]:
+    """How ``count`` inserts of one partition are shared out: (file id, records) in order,
+    the small file groups first up to their capacity, then new file groups of about
+    ``per_file`` records each; and how many new file ids that takes. The Spark writer and
+    the driver's small writes share this, so both place inserts alike."""
+    shares: list[tuple[str, int]] = []
+    left = count
+    for small_file in small:
+        if left <= 0:
+            break
+        take = min(small_file.capacity, left)
+        shares.append((small_file.file_slice.file_id, take))
+        left -= take
+    if left <= 0:
+        return shares, 0
+    n = math.ceil(left / per_file)
+    part, rest = divmod(left, n)
+    return shares + [(new_file_id(), part + (1 if i < rest else 0)) for i in range(n)], n
+
+
 def place_inserts(tagged: pa.Table, counts: Mapping[str | None, int],
                   small: Mapping[str, list[SmallFile]], per_file: int
                   ) -> tuple[pa.Table, int]:
@@ -173,19 +194,9 @@ def place_inserts(tagged: pa.Table, counts: Mapping[str | None, int],
     shares_of: dict[str | None, tuple[list[str], list[int]]] = {}
     total = 0
     for partition, count in counts.items():
-        shares: list[tuple[str, int]] = []
-        left = count
-        for small_file in small.get(partition, []) if partition is not None else []:
-            if left <= 0:
-                break
-            take = min(small_file.capacity, left)
-            shares.append((small_file.file_slice.file_id, take))
-            left -= take
-        if left > 0:
-            n = math.ceil(left / per_file)
-            total += n
-            part, rest = divmod(left, n)
-            shares += [(new_file_id(), part + (1 if i < rest else 0)) for i in range(n)]
+        shares, new_ids = insert_shares(
+            count, small.get(partition, []) if partition is not None else [], per_file)
+        total += new_ids
         bounds, running = [], 0
         for _, size in shares:
             running += size

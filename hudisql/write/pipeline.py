@@ -47,7 +47,6 @@ import base64
 import dataclasses
 import itertools
 import json
-import math
 import pickle
 import posixpath
 from collections.abc import Iterator, Mapping
@@ -81,7 +80,7 @@ from hudisql.metadata.records import ColumnRange
 from hudisql.metadata.row_changes import RowChanges, log_write_changes, replaced_rows
 from hudisql.progress import Progress, ProgressSink, progress_sink
 from hudisql.table.format.commit_metadata import WriteStat
-from hudisql.table.format.filenames import LogFileName, new_file_id, write_token
+from hudisql.table.format.filenames import LogFileName, write_token
 from hudisql.table.format.fsview import FileSlice, LogFile
 from hudisql.table.format.log.format import DeleteRecord
 from hudisql.table.format.schema import META_COLUMNS, avro_to_arrow
@@ -124,6 +123,7 @@ from hudisql.txn.transaction import (
 from hudisql.write.index_settings import BUCKET, IndexSettings
 from hudisql.write.local_write import (
     LOCAL_OPERATIONS,
+    insert_shares,
     local_max_records,
     place_inserts,
     slices_fit,
@@ -800,19 +800,9 @@ class SparkWriter:
         for partition, count in counts.items():
             # Ordered shares: (file id, records); a record's hash slot below the running
             # sum of the shares picks the file id.
-            shares: list[tuple[str, int]] = []
-            left = count
-            for small_file in small.get(partition, []) if partition is not None else []:
-                if left <= 0:
-                    break
-                take = min(small_file.capacity, left)
-                shares.append((small_file.file_slice.file_id, take))
-                left -= take
-            if left > 0:  # counts are at least 1: a partition without small files gets here
-                n = math.ceil(left / per_file)
-                total += n
-                part, rest = divmod(left, n)
-                shares += [(new_file_id(), part + (1 if i < rest else 0)) for i in range(n)]
+            shares, new_ids = insert_shares(
+                count, small.get(partition, []) if partition is not None else [], per_file)
+            total += new_ids
             bounds = itertools.accumulate(size for _, size in shares)
             pairs += [F.lit(partition), F.struct(
                 F.array(*[F.lit(fid) for fid, _ in shares]).alias("ids"),
