@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from hudisql.errors import TableServiceError
 from hudisql.metadata.table import METADATA_PATH, MetadataTable
 from hudisql.services.protocol import StepHook, no_step, table_lock
 from hudisql.table.format.instant import Action, Instant
@@ -73,6 +74,25 @@ def _data_bounds(metadata: HudiTable | None) -> ArchivalBounds:
     return ArchivalBounds(has_metadata=metadata is not None, metadata_compaction=compaction)
 
 
+def _require_layout_1(table: HudiTable) -> None:
+    """Archival writes layout 1's archive (``.hoodie/archived``) only.
+
+    Versions 8 and 9 archive into an LSM tree of parquet files (``.hoodie/timeline/
+    history``), which hudisql reads but does not write yet: their active timeline is left
+    whole, which every reader handles (no reader requires archival), and the automatic
+    archival after a write is not due on them (:func:`archive_needed`).
+
+    Raises:
+        TableServiceError: the table is version 8 or 9.
+    """
+    if table.properties.timeline_layout >= 2:
+        raise TableServiceError(
+            f"table {table.name} is version {table.properties.version}: hudisql does not "
+            "archive version 8/9 timelines (Hudi 1.x's LSM history) yet; its active timeline "
+            "stays whole, which readers handle. Archive it with Apache Hudi 1.x if needed"
+        )
+
+
 def archive_locked(table: HudiTable, options: Mapping[str, str] | None = None, *,
                    on_step: StepHook = no_step) -> ArchiveResult:
     """Archive the data table and then its metadata table, under the lock the caller holds.
@@ -83,6 +103,7 @@ def archive_locked(table: HudiTable, options: Mapping[str, str] | None = None, *
     """
     options = dict(options or {})
     settings = ArchivalSettings.parse(options, table.name)
+    _require_layout_1(table)
     metadata = _metadata_table(table)
     data = archive_timeline(table.storage, table.timeline, settings,
                             table.properties.is_mor, _data_bounds(metadata), on_step)
@@ -108,6 +129,7 @@ def run_archive(table: HudiTable, options: Mapping[str, str] | None = None, *,
     """
     options = dict(options or {})
     ArchivalSettings.parse(options, table.name)  # refuse bad settings before the lock
+    _require_layout_1(table)
     with table_lock(table, options):
         return archive_locked(table.reload(), options, on_step=on_step)
 
@@ -124,6 +146,8 @@ def archive_needed(table: HudiTable, options: Mapping[str, str] | None = None) -
     """
     options = dict(options or {})
     settings = ArchivalSettings.parse(options, table.name)
+    if table.properties.timeline_layout >= 2:
+        return False  # see _require_layout_1: the active timeline of v8/v9 just grows
     commits = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
     metadata = _metadata_table(table)
     if len(table.timeline.completed(commits)) > settings.max_commits and instants_to_archive(

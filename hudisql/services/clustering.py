@@ -169,7 +169,9 @@ def clustering_steps(table: HudiTable, options: Mapping[str, str], schema: str =
         t.storage.delete_dir(f"{MARKER_DIR}/{instant_time}")
 
     return ServiceSteps(
-        action=Action.REPLACECOMMIT,
+        # Layout 2 (versions 8 and 9) requests a clustering as its own action.
+        action=Action.CLUSTERING if table.properties.timeline_layout >= 2
+        else Action.REPLACECOMMIT,
         excluded=_EXCLUDED,
         plan_task=lambda t, s: functools.partial(_plan_task, t.base_path, s),
         build_plan=build,

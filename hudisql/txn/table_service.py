@@ -158,7 +158,12 @@ def schedule_plan(
 
     Returns:
         The plan's instant time, or None when no slice qualified.
+
+    Raises:
+        UnsupportedTableVersionError: hudisql does not write the table (even when nothing
+            would be planned).
     """
+    table.timeline.require_writable()
     busy = file_groups_in_pending_services(table.timeline, steps.excluded)
     tasks, planned = [], []
     for s in slices:
@@ -281,7 +286,11 @@ def clean_locked(
 
     Returns:
         The new clean's metadata, or None when nothing was to be deleted.
+
+    Raises:
+        UnsupportedTableVersionError: hudisql does not write the table.
     """
+    table.timeline.require_writable()
     for pending in table.timeline.pending([Action.CLEAN]):
         finish_clean(table, pending, on_step, participants)  # a clean that died: finish it
         table = table.reload()

@@ -109,11 +109,13 @@ class WriteClient:
         participants: Sequence[CommitParticipant] = (),
     ) -> None:
         props = table.properties
-        if props.version != P.WRITE_VERSION or props.timeline_layout != 1:
+        if P.WRITABLE_VERSIONS.get(props.version) != props.timeline_layout:
             raise UnsupportedTableVersionError(
-                f"table {table.name} at {table.base_path} is version {props.version}; hudisql "
-                f"writes only version {P.WRITE_VERSION} tables: write to it with Apache Hudi 1.x"
+                f"table {table.name} at {table.base_path} is version {props.version} (timeline "
+                f"layout {props.timeline_layout}); hudisql writes versions 6 (layout 1), 8 and "
+                "9 (layout 2): write to it with Apache Hudi 1.x"
             )
+        table.timeline.require_writable()
         if max_records_per_file < 1:
             raise WriteError(f"max_records_per_file must be positive, got {max_records_per_file}")
         self._labelled_keys = check_writable(table)

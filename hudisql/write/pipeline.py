@@ -394,7 +394,8 @@ def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: st
                               instant, token, records, spec.schema_text, deletes=work.deletes,
                               attempt=attempt, base_file=base_file, num_updates=work.updates,
                               expressions=expressions, block_format=spec.block_format,
-                              compression=spec.compression)
+                              compression=spec.compression,
+                              named_by_instant=table.properties.version >= 8)
         ranges = None
         if (stats_columns is not None and len(stat.log_files or ()) == 1
                 and not set(stats_columns) & set(META_COLUMNS)):

@@ -550,12 +550,17 @@ def test_delete_pending(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["v8_trips_8i1u", "v8_nonpartitioned"])
-def test_version_8_timelines_are_read_only(writable_table: WritableTable, name: str) -> None:
+def test_a_version_8_timeline_of_layout_1_is_read_only(writable_table: WritableTable,
+                                                      name: str) -> None:
     root = writable_table(name)
+    props_file = root / ".hoodie" / "hoodie.properties"
+    props_file.write_text(props_file.read_text().replace(
+        "hoodie.timeline.layout.version=2", "hoodie.timeline.layout.version=1"))
     timeline = load(root)
     before = snapshot(root)
-    last = timeline.instants[-1]
-    with pytest.raises(UnsupportedTableVersionError, match="writes only version 6"):
+    last = timeline.instants[-1] if timeline.instants else Instant("20250101000000000",
+                                                                  "deltacommit", F)
+    with pytest.raises(UnsupportedTableVersionError, match="hudisql writes versions 6"):
         timeline.create_requested(Action.DELTACOMMIT)
     with pytest.raises(UnsupportedTableVersionError):
         timeline.delete_pending(last)

@@ -512,10 +512,12 @@ def test_the_writer_refuses_tables_whose_keys_it_cannot_form(
         WriteClient(HudiTable.open(path))
 
 
-def test_the_writer_refuses_version_8_tables(tmp_path: Path) -> None:
-    table = HudiTable.open(copy_table("v8_trips_8i1u", tmp_path))
-    with pytest.raises(UnsupportedTableVersionError, match="writes only version 6"):
-        WriteClient(table)
+def test_the_writer_refuses_a_layout_that_does_not_go_with_the_version(tmp_path: Path) -> None:
+    path = copy_table("v8_trips_8i1u", tmp_path)
+    storage = Storage(str(path))
+    TableProperties.load(storage).updated(**{"hoodie.timeline.layout.version": "1"}).save(storage)
+    with pytest.raises(UnsupportedTableVersionError, match="is version 8 \\(timeline layout 1"):
+        WriteClient(HudiTable.open(path))
 
 
 # -- failures and rollback -----------------------------------------------------------------

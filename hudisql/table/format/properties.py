@@ -26,9 +26,12 @@ from hudisql.table.io.storage import Storage
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
 BACKUP_FILE = ".hoodie/hoodie.properties.backup"
 
-#: Table versions hudisql reads; it writes only WRITE_VERSION.
+#: Table versions hudisql reads; new tables are WRITE_VERSION unless a writer asks for
+#: another of WRITABLE_VERSIONS (``hoodie.write.table.version``).
 SUPPORTED_VERSIONS = (6, 8, 9)
 WRITE_VERSION = 6
+#: The table versions hudisql writes, each with the timeline layout it has.
+WRITABLE_VERSIONS = {6: 1, 8: 2, 9: 2}
 
 NAME = "hoodie.table.name"
 DATABASE = "hoodie.database.name"
@@ -63,6 +66,14 @@ DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
 CHECKSUM = "hoodie.table.checksum"
+KEYGEN_TYPE = "hoodie.table.keygenerator.type"
+_KEYGEN_TYPE_CLASSES = {
+    "SIMPLE": "org.apache.hudi.keygen.SimpleKeyGenerator",
+    "NON_PARTITION": "org.apache.hudi.keygen.NonpartitionedKeyGenerator",
+    "COMPLEX": "org.apache.hudi.keygen.ComplexKeyGenerator",
+    "CUSTOM": "org.apache.hudi.keygen.CustomKeyGenerator",
+    "TIMESTAMP": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+}
 
 MERGE_ON_READ = "MERGE_ON_READ"
 COPY_ON_WRITE = "COPY_ON_WRITE"
@@ -315,7 +326,7 @@ class TableProperties(Mapping[str, str]):
                     "it was written by a newer Hudi; read it with that Hudi")
             raise UnsupportedTableVersionError(
                 f"table {self.location or path} has {VERSION}={version}; hudisql reads versions "
-                f"{_versions()} and writes {WRITE_VERSION}: {hint}"
+                f"{_versions()} and writes them: {hint}"
             )
         table_type = self.get(TABLE_TYPE, COPY_ON_WRITE)
         if table_type not in TABLE_TYPES:
@@ -478,8 +489,13 @@ class TableProperties(Mapping[str, str]):
 
     @property
     def keygenerator_class(self) -> str | None:
-        """``hoodie.table.keygenerator.class``, or None."""
-        return self._values.get(KEYGEN_CLASS) or None
+        """``hoodie.table.keygenerator.class``, or None; versions 8 and 9 may record only
+        ``hoodie.table.keygenerator.type``, which names one of Hudi's built-in classes."""
+        named = self._values.get(KEYGEN_CLASS)
+        if named:
+            return named
+        kind = (self._values.get(KEYGEN_TYPE) or "").strip().upper()
+        return _KEYGEN_TYPE_CLASSES.get(kind)
 
     @property
     def create_schema(self) -> str | None:

@@ -1,8 +1,16 @@
 """The active timeline: every instant of a table, its state, and the metadata it carries.
 
-Loads timeline layout 1 (``.hoodie``, table version 6) and layout 2 (``.hoodie/timeline``,
-versions 8 and 9); writes layout 1 only. Each state change is a new file created with
+Loads and writes timeline layout 1 (``.hoodie``, table version 6) and layout 2
+(``.hoodie/timeline``, versions 8 and 9). Each state change is a new file created with
 create-if-absent, so two writers can never both create one instant or one state of it.
+Layout 2 names a completed instant ``<requested>_<completion>.<action>``: the completion
+time is taken when the instant completes, which writers do under the table lock, later than
+every time on the timeline (so completion times strictly increase, as Hudi 1.x requires);
+since the name differs per completion time, create-if-absent alone cannot stop a second
+completion, so :meth:`Timeline.complete` looks for a completed file first. Commit metadata
+handed in as v6 JSON is written as the Avro container layout 2 keeps (see
+:mod:`hudisql.table.format.commit_metadata_avro`), and a clustering plan is requested as
+the ``clustering`` action there (``replacecommit`` in layout 1).
 Archived instants (``.hoodie/archived``; ``hudisql.table.services.archive.ArchivedTimeline`` loads
 them on demand) are not loaded here: an instant older than the first active write instant
 counts as completed unless a rollback names it.
@@ -21,8 +29,16 @@ from hudisql.errors import (
     UnsupportedTableVersionError,
     WriteError,
 )
-from hudisql.table.format.commit_metadata import CommitMetadata, RollbackMetadata, RollbackPlan
+from hudisql.table.format.commit_metadata import (
+    AVRO_MAGIC,
+    CommitMetadata,
+    RollbackMetadata,
+    RollbackPlan,
+    read_avro_container,
+)
+from hudisql.table.format.commit_metadata_avro import encode_commit_metadata
 from hudisql.table.format.instant import (
+    COMPLETED_AS,
     WRITE_ACTIONS,
     Action,
     Instant,
@@ -32,13 +48,16 @@ from hudisql.table.format.instant import (
     new_instant_time,
     parse_instant_file_name,
 )
-from hudisql.table.format.properties import WRITE_VERSION, TableProperties
+from hudisql.table.format.properties import WRITABLE_VERSIONS, TableProperties
 from hudisql.table.io.storage import Storage
 
 #: Completed actions whose metadata records the table schema (compaction completes as commit).
 COMMIT_ACTIONS: frozenset[str] = frozenset(
     {Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT}
 )
+
+#: Where a data table keeps its metadata table (relative to the table).
+METADATA_TABLE_DIR = ".hoodie/metadata"
 
 # An instant time picked by create_requested can collide with another process's; retry.
 _MAX_TIME_ATTEMPTS = 5
@@ -290,15 +309,63 @@ class Timeline:
                 return schema
         return None
 
-    # -- writes (layout 1) -------------------------------------------------------------------
+    # -- writes ------------------------------------------------------------------------------
 
-    def _require_writable(self) -> None:
-        if self.props.version != WRITE_VERSION or self.layout != 1:
+    def require_writable(self) -> None:
+        """Raise unless hudisql may write this table's timeline.
+
+        Raises:
+            UnsupportedTableVersionError: a version hudisql does not write (or a layout
+                that does not go with its version), or a version 8/9 table with a metadata
+                table: Hudi 1.x keeps that in HFile, which hudisql does not write yet, and a
+                write that left it behind would make Hudi and hudi-rs (which list files
+                through it) miss the write.
+        """
+        if WRITABLE_VERSIONS.get(self.props.version) != self.layout:
+            versions = ", ".join(f"{v} (timeline layout {lay})"
+                                 for v, lay in sorted(WRITABLE_VERSIONS.items()))
             raise UnsupportedTableVersionError(
                 f"table {self.storage.base_uri} is version {self.props.version} (timeline "
-                f"layout {self.layout}); hudisql writes only version {WRITE_VERSION} tables: "
-                "write to it with Apache Hudi 1.x"
+                f"layout {self.layout}); hudisql writes versions {versions}: write to it with "
+                "Apache Hudi 1.x"
             )
+        if self.layout >= 2 and not self.props.is_metadata_table and (
+            self.props.metadata_partitions or self.storage.exists(METADATA_TABLE_DIR)
+        ):
+            raise UnsupportedTableVersionError(
+                f"table {self.storage.base_uri} is version {self.props.version} with a metadata "
+                f"table ({METADATA_TABLE_DIR}): hudisql does not yet keep the HFile metadata "
+                "table of a version 8/9 table, and a write without it would leave it stale "
+                "for Hudi and hudi-rs; write to it with Apache Hudi 1.x, or remove the metadata "
+                "table there first (hoodie.metadata.enable=false)"
+            )
+
+    def _require_writable(self) -> None:
+        self.require_writable()
+
+    def _encode(self, instant: Instant, content: bytes) -> tuple[Instant, bytes]:
+        """The instant and content as this timeline's layout writes them.
+
+        Layout 2 keeps the metadata of inflight and completed commits, deltacommits and
+        replacecommits as Avro (a completed replacecommit as HoodieReplaceCommitMetadata, an
+        inflight one as HoodieCommitMetadata, as Hudi 1.x writes them); a requested
+        replacecommit holding a clustering plan is the ``clustering`` action there.
+        """
+        if self.layout < 2:
+            return instant, content
+        if (
+            instant.action == Action.REPLACECOMMIT and instant.is_requested
+            and content.startswith(AVRO_MAGIC) and _is_clustering_plan(content)
+        ):
+            instant = Instant(instant.timestamp, Action.CLUSTERING, State.REQUESTED)
+        if (
+            instant.action in COMMIT_ACTIONS and not instant.is_requested and content.strip()
+            and not content.startswith(AVRO_MAGIC)
+        ):
+            metadata = CommitMetadata.parse(content, self._label(instant))
+            replace = instant.action == Action.REPLACECOMMIT and instant.is_completed
+            content = encode_commit_metadata(metadata, replace)
+        return instant, content
 
     def _check_action(self, action: str) -> str:
         if action not in {a.value for a in Action}:
@@ -309,6 +376,7 @@ class Timeline:
         return str(action)
 
     def _create(self, instant: Instant, content: bytes) -> Instant:
+        instant, content = self._encode(instant, content)
         try:
             self.storage.create_if_absent(self._path(instant.file_name), content)
         except FileExistsError:
@@ -323,11 +391,37 @@ class Timeline:
         return instant
 
     def _on_disk(self, timestamp: str, action: str, state: State) -> bool:
-        return self.storage.exists(self._path(instant_file_name(timestamp, action, state)))
+        return bool(self._names_on_disk(timestamp, action, state))
+
+    def _names_on_disk(self, timestamp: str, action: str, state: State) -> list[str]:
+        """The file names of ``action`` at ``timestamp`` in ``state`` on storage now (a
+        completed layout-2 instant's name holds its completion time, so it is listed)."""
+        if self.layout < 2 or state != State.COMPLETED:
+            name = instant_file_name(timestamp, action, state)
+            return [name] if self.storage.exists(self._path(name)) else []
+        completed = COMPLETED_AS.get(action, action)
+        names = []
+        for f in self.storage.list_dir(self.timeline_dir):
+            if not f.name.startswith(f"{timestamp}_"):
+                continue
+            found = parse_instant_file_name(f.name, self.layout)
+            if found is not None and found.is_completed and found.action == completed:
+                names.append(f.name)
+        return names
 
     def _times_on_disk(self) -> set[str]:
+        """Every instant time on storage now: requested times and (layout 2) completion
+        times."""
+        times: set[str] = set()
+        for f in self.storage.list_dir(self.timeline_dir):
+            if f.name[:1].isdigit():
+                stem = f.name.split(".", 1)[0]
+                times.update(stem.split("_"))
+        return times
+
+    def _requested_times_on_disk(self) -> set[str]:
         return {
-            f.name.split(".", 1)[0]
+            f.name.split(".", 1)[0].split("_", 1)[0]
             for f in self.storage.list_dir(self.timeline_dir)
             if f.name[:1].isdigit()
         }
@@ -386,7 +480,7 @@ class Timeline:
                     f"{timestamp!r} is not an instant time (yyyyMMddHHmmssSSS) for table "
                     f"{self.storage.base_uri}"
                 )
-            if timestamp in self._times_on_disk():
+            if timestamp in self._requested_times_on_disk():
                 raise InstantExistsError(
                     f"an instant at {timestamp} already exists on the timeline of table "
                     f"{self.storage.base_uri}; pick a new instant time"
@@ -453,7 +547,20 @@ class Timeline:
                 f"{instant.file_name} is not on the timeline of table {self.storage.base_uri} "
                 "(rolled back?): its writes must not be completed; start a new instant"
             )
-        return self._create(instant.with_state(State.COMPLETED), content)
+        if self.layout < 2:
+            return self._create(instant.with_state(State.COMPLETED), content)
+        done = self._names_on_disk(instant.timestamp, instant.action, State.COMPLETED)
+        if done:
+            raise InstantExistsError(
+                f"instant {instant.timestamp} of table {self.storage.base_uri} is completed "
+                f"already ({done[0]}): another writer completed it first"
+            )
+        # Callers hold the table lock here: no other completion time is taken meanwhile.
+        completion = new_instant_time(after=max(self._times_on_disk(), default=None))
+        action = COMPLETED_AS.get(instant.action, instant.action)
+        return self._create(
+            Instant(instant.timestamp, action, State.COMPLETED, completion), content
+        )
 
     def delete_rolled_back(self, instant: Instant) -> None:
         """Delete every state file of a completed instant that a completed rollback voided.
@@ -495,11 +602,24 @@ class Timeline:
     def _delete_states(self, ts: str, action: str, states: list[State]) -> None:
         """Delete the instant's files of ``states``, in that order, from disk and this view."""
         for state in states:
-            name = instant_file_name(ts, action, state)
-            self.storage.delete(self._path(name))
-            with self._lock:
-                files = self._files.get(ts, {})
-                files.pop(name, None)
-                if not files:
-                    self._files.pop(ts, None)
-                self._instants = None
+            for name in self._names_on_disk(ts, action, state) or [
+                instant_file_name(ts, action, state)
+            ]:
+                self.storage.delete(self._path(name))
+                with self._lock:
+                    files = self._files.get(ts, {})
+                    files.pop(name, None)
+                    if not files:
+                        self._files.pop(ts, None)
+                    self._instants = None
+
+
+def _is_clustering_plan(content: bytes) -> bool:
+    """True when ``content`` is a HoodieRequestedReplaceMetadata of a clustering."""
+    try:
+        name, record = read_avro_container(content)
+    except ValueError:
+        return False
+    return name.endswith("HoodieRequestedReplaceMetadata") and (
+        record.get("operationType") == "CLUSTER"
+    )

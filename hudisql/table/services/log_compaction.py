@@ -414,9 +414,13 @@ def execute_slice(
     if not encoded:  # every planned record cancelled out: keep an empty block in their place
         encoded.append(encode_avro_data_block(avro_to_arrow(avro).empty_table(), schema_text,
                                               header()))
+    # Versions 8 and 9 name the merged log after the log compaction (CREATE marker); it
+    # joins the slice by that instant's completion time, like any deltacommit's log.
+    v8 = props.version >= 8
     written = create_log_files(
-        storage, partition, operation.file_id, operation.base_instant_time, instant_time,
-        write_token, encoded, settings.max_file_size,
+        storage, partition, operation.file_id,
+        instant_time if v8 else operation.base_instant_time, instant_time,
+        write_token, encoded, settings.max_file_size, marker="CREATE" if v8 else "APPEND",
     )
     total = sum(size for _, size in written)
     first_file = posixpath.basename(written[0][0])

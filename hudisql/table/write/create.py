@@ -1,6 +1,8 @@
 """Creating a Hudi table without Spark: ``hoodie.properties`` and the timeline folders.
 
-The table is version 6 (timeline layout 1) with the property keys Hudi 0.14/0.15 writes.
+The table is version 6 (timeline layout 1) with the property keys Hudi 0.14/0.15 writes, or
+version 8 or 9 (timeline layout 2, the keys Hudi 1.0/1.1 write) when the options set
+``hoodie.write.table.version`` (:mod:`hudisql.table.format.table_versions`).
 With a precombine field its payload class is ``DefaultHoodieRecordPayload``, Hudi's
 event-time merge (the greatest precombine value wins, also against stored records); see
 ``new_table_properties``.
@@ -19,6 +21,11 @@ import pyarrow as pa
 from hudisql.errors import TableAlreadyExistsError, UnsupportedFormatError, WriteError
 from hudisql.table.format import properties as P
 from hudisql.table.format.schema import arrow_to_avro
+from hudisql.table.format.table_versions import (
+    WRITE_TABLE_VERSION,
+    hudi1x_properties,
+    write_table_version,
+)
 from hudisql.table.io.locations import check_location
 from hudisql.table.io.storage import Storage
 from hudisql.table.table import HudiTable
@@ -39,6 +46,13 @@ TIMELINE_FOLDERS = (
     ".hoodie", ".hoodie/archived", ".hoodie/.temp", ".hoodie/.schema", ".hoodie/.aux",
     ".hoodie/.aux/.bootstrap", ".hoodie/.aux/.bootstrap/.partitions",
     ".hoodie/.aux/.bootstrap/.fileids",
+)
+
+#: The folders Hudi 1.x creates with a version 8/9 table (timeline layout 2).
+LAYOUT_2_FOLDERS = (
+    ".hoodie", ".hoodie/timeline", ".hoodie/timeline/history", ".hoodie/.temp",
+    ".hoodie/.schema", ".hoodie/.aux", ".hoodie/.aux/.bootstrap",
+    ".hoodie/.aux/.bootstrap/.partitions", ".hoodie/.aux/.bootstrap/.fileids",
 )
 
 
@@ -128,7 +142,9 @@ def create_table(
     table_type: str = P.MERGE_ON_READ,
     options: Mapping[str, Any] | None = None,
 ) -> HudiTable:
-    """Create an empty version-6 Hudi table at ``path``: hoodie.properties and the timeline.
+    """Create an empty Hudi table at ``path``: hoodie.properties and the timeline.
+
+    Version 6 unless ``options`` set ``hoodie.write.table.version`` to 8 or 9.
 
     Args:
         schema: the table's columns (no ``_hoodie_*`` meta columns: they are added).
@@ -192,14 +208,18 @@ def create_table(
     if hive_style not in ("true", "false"):
         raise WriteError(f"table {name}: {P.HIVE_STYLE} must be true or false, not {hive_style!r}")
     database = extra.pop(P.DATABASE, "default")
+    version = write_table_version(extra, f"table {name}")
+    extra.pop(WRITE_TABLE_VERSION, None)  # a writer setting, not a table property
     props = P.new_table_properties(
         name, kind, keys, parts, precombine_field, avro_text(avro), database,
         hive_style == "true", extra,
     )
+    if version != P.WRITE_VERSION:
+        props = hudi1x_properties(props, version, initial_version=version)
     check_location(os.fspath(path))  # an object store's bucket and credentials, first
     storage = Storage(os.fspath(path))
     _check_location(storage, name)
-    for folder in TIMELINE_FOLDERS:
+    for folder in TIMELINE_FOLDERS if version == P.WRITE_VERSION else LAYOUT_2_FOLDERS:
         storage.makedirs(folder)
     now = datetime.now(UTC)
     comment = (f"Properties saved on {now.isoformat().replace('+00:00', 'Z')}\n"

@@ -338,8 +338,13 @@ def write_log_file(
     max_file_size: int = DEFAULT_MAX_LOG_FILE_SIZE,
     block_format: str = "avro",
     compression: str = DEFAULT_COMPRESSION,
+    named_by_instant: bool = False,
 ) -> WriteStat:
     """Write a new log file on the slice ``(file_id, base_instant)``: data, then deletes.
+
+    With ``named_by_instant`` (table versions 8 and 9) the file is named after
+    ``instant_time`` instead of the slice's base instant, and its marker is CREATE: Hudi 1.x
+    attaches such a log to a slice by the completion time of the instant that wrote it.
 
     ``records`` (with a ``_hoodie_record_key`` column) become one data block stamped
     with ``instant_time`` (Avro, or with ``block_format="parquet"`` a parquet data block
@@ -409,9 +414,11 @@ def write_log_file(
             )
     if deletes:
         blocks.append(encode_delete_block(deletes, _header()))
+    if named_by_instant:
+        base_instant = instant_time
     written = create_log_files(
         storage, partition_path, file_id, base_instant, instant_time, write_token, blocks,
-        max_file_size,
+        max_file_size, marker="CREATE" if named_by_instant else "APPEND",
     )
     first = LogFileName.parse(written[0][0])
     assert first is not None
@@ -465,8 +472,10 @@ def create_log_files(
     write_token: str,
     blocks: list[bytes],
     max_file_size: int,
+    marker: str = "APPEND",
 ) -> list[tuple[str, int]]:
-    """Write ``blocks`` as new log files of one slice (never appending), markers first.
+    """Write ``blocks`` as new log files of one slice (never appending), markers first
+    (of type ``marker``: APPEND, or CREATE for a version 8/9 log named after its instant).
 
     Each file takes the next free version (created atomically; a version another writer
     took meanwhile is skipped) and spills into the next beyond ``max_file_size``.
@@ -480,7 +489,7 @@ def create_log_files(
         for _ in range(_LOG_CREATE_ATTEMPTS):
             name = LogFileName(file_id, base_instant, version, write_token).format()
             rel = _join(partition_path, name)
-            write_marker(storage, instant_time, partition_path, name, "APPEND")
+            write_marker(storage, instant_time, partition_path, name, marker)
             try:
                 storage.create_if_absent(rel, content)
                 break

@@ -128,6 +128,7 @@ def write_slice(
             storage, work.partition_path, work.file_id, file_slice.base_instant, ts, token,
             work.records, schema_text, deletes=work.deletes, attempt=0,
             block_sequence_start=0, base_file=base_file, num_updates=work.updates,
+            named_by_instant=props.version >= 8,
         )
     merged, updated, deleted = merge_copy_on_write(table, work)
     return write_base_file(

@@ -1,0 +1,229 @@
+"""Writing Apache Hudi 1.x tables (versions 8 and 9, timeline layout 2), checked against
+what Hudi 1.x wrote (the fixtures) and read back by hudi-rs row for row."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import fastavro
+import pytest
+
+from hudisql.errors import (
+    InstantExistsError,
+    TableServiceError,
+    UnsupportedTableVersionError,
+    WriteError,
+)
+from hudisql.services.archive import archive_needed, run_archive
+from hudisql.services.clean import run_clean
+from hudisql.services.compaction import run_compaction
+from hudisql.services.log_compaction import run_log_compaction
+from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
+from hudisql.table.format.filenames import LogFileName
+from hudisql.table.format.instant import Action, parse_instant_file_name
+from hudisql.table.format.properties import TableProperties
+from hudisql.table.table import HudiTable
+from hudisql.table.write.create import create_table
+from hudisql.txn.writer import WriteClient
+from tests.fixtures import copy_table
+from tests.services.kit import SCHEMA, Crash, crash_at, files, rec, rows, rs_rows, upserts
+
+
+def timeline_names(path: Path) -> list[str]:
+    return sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir() if p.is_file())
+
+
+def avro_record_name(data: bytes) -> str:
+    return str(fastavro.reader(io.BytesIO(data)).writer_schema["name"])
+
+
+def all_times(names: list[str]) -> set[str]:
+    return {t for n in names if n[:1].isdigit() for t in n.split(".", 1)[0].split("_")}
+
+
+# -- the timeline ------------------------------------------------------------------------------
+
+
+def test_layout_2_instants_are_named_and_encoded_as_hudi_1x_writes_them(tmp_path: Path) -> None:
+    root = copy_table("v8_trips_8i1u", tmp_path)
+    timeline = HudiTable.open(root).timeline
+    before = timeline_names(root)
+    requested = timeline.create_requested(Action.DELTACOMMIT)
+    ts = requested.timestamp
+    assert (root / ".hoodie/timeline" / f"{ts}.deltacommit.requested").read_bytes() == b""
+    planned = CommitMetadata(operation_type="UPSERT")
+    inflight = timeline.transition_to_inflight(requested, planned.to_json())
+    data = (root / ".hoodie/timeline" / f"{ts}.deltacommit.inflight").read_bytes()
+    assert avro_record_name(data) == "org.apache.hudi.avro.model.HoodieCommitMetadata"
+    meta = CommitMetadata(operation_type="UPSERT", extra_metadata={"schema": "{}"})
+    meta.add_write_stat(WriteStat(file_id="f1", path="p/f1.parquet", partition_path="p",
+                                  num_writes=3, num_inserts=3, file_size_in_bytes=10))
+    done = timeline.complete(inflight, meta.to_json())
+    # <requested>_<completion>.deltacommit, the completion later than every time before.
+    assert done.completion_time is not None
+    assert done.file_name == f"{ts}_{done.completion_time}.deltacommit"
+    assert done.completion_time > max(all_times(before) | {ts})
+    content = (root / ".hoodie/timeline" / done.file_name).read_bytes()
+    assert avro_record_name(content) == "org.apache.hudi.avro.model.HoodieCommitMetadata"
+    parsed = CommitMetadata.parse(content)
+    assert parsed.extra_metadata == meta.extra_metadata and parsed.operation_type == "UPSERT"
+    [stat] = parsed.write_stats()
+    assert (stat.file_id, stat.path, stat.num_inserts, stat.prev_commit) == (
+        "f1", "p/f1.parquet", 3, "null")
+    # A second completion of the same instant is refused (its name would differ).
+    with pytest.raises(InstantExistsError, match="completed already"):
+        timeline.complete(inflight, meta.to_json())
+    fresh = timeline.reload()
+    found = fresh.get(ts)
+    assert found is not None and found.is_completed
+    assert found.completion_time == done.completion_time
+    # A replacecommit completes as HoodieReplaceCommitMetadata; its inflight stays
+    # HoodieCommitMetadata, as Hudi 1.1 wrote the fixture's insert overwrite.
+    replace = fresh.transition_to_inflight(fresh.create_requested(Action.REPLACECOMMIT),
+                                           planned.to_json())
+    meta.partition_to_replace_file_ids = {"p": ["f0"]}
+    replaced = fresh.complete(replace, meta.to_json(replace=True))
+    assert replaced.completion_time is not None
+    assert replaced.completion_time > done.completion_time
+    content = (root / ".hoodie/timeline" / replaced.file_name).read_bytes()
+    assert avro_record_name(content) == "org.apache.hudi.avro.model.HoodieReplaceCommitMetadata"
+    assert CommitMetadata.parse(content).partition_to_replace_file_ids == {"p": ["f0"]}
+
+
+def test_a_version_9_table_with_a_metadata_table_is_refused_unchanged(tmp_path: Path) -> None:
+    root = copy_table("v9_txns_complex_meta", tmp_path)
+    before = files(root)
+    table = HudiTable.open(root)
+    with pytest.raises(UnsupportedTableVersionError, match=r"metadata table \(\.hoodie/metadata"):
+        WriteClient(table)
+    with pytest.raises(UnsupportedTableVersionError, match="metadata table"):
+        table.timeline.create_requested(Action.DELTACOMMIT)
+    with pytest.raises(UnsupportedTableVersionError, match="metadata table"):
+        run_compaction(table)
+    with pytest.raises(UnsupportedTableVersionError, match="metadata table"):
+        run_clean(table)
+    assert files(root) == before
+
+
+# -- writes on tables Hudi 1.x wrote --------------------------------------------------------------
+
+
+def trips(client: WriteClient) -> None:
+    """An update (a newer ts), an insert and a delete on the quickstart trips."""
+    client.upsert([{"ts": 1795159649087, "uuid": "334e26e9-8355-45cc-97c6-c31daf0df330",
+                    "rider": "rider-A", "driver": "driver-K", "fare": 99.5,
+                    "city": "san_francisco"},
+                   {"ts": 1795159649087, "uuid": "new-1", "rider": "rider-Z",
+                    "driver": "driver-Z", "fare": 1.5, "city": "chennai"}])
+    client.delete(["e3cf430c-889d-4015-bc98-59bdce1e530c"])
+
+
+def test_writes_on_a_version_8_merge_on_read_table(tmp_path: Path) -> None:
+    root = copy_table("v8_trips_8i1u", tmp_path)
+    before = {r["uuid"]: r["fare"] for r in rows(root)}
+    client = WriteClient(HudiTable.open(root))
+    # A write that dies midway leaves its files; the next write rolls it back by deleting
+    # them (Hudi 1.x's rollback: no command blocks).
+    client.on_step = crash_at("file")
+    with pytest.raises(Crash):
+        client.upsert([{"ts": 1795159649087, "uuid": "334e26e9-8355-45cc-97c6-c31daf0df330",
+                        "rider": "x", "driver": "x", "fare": -1.0, "city": "san_francisco"}])
+    client.on_step = lambda e, d: None
+    failed = {n.split(".", 1)[0] for n in timeline_names(root) if n.endswith(".inflight")}
+    client.rollback(max(failed))
+    assert not [p for p in root.rglob("*") if max(failed) in p.name and ".hoodie" not in str(p)]
+    trips(client)
+    expected = dict(before)
+    expected["334e26e9-8355-45cc-97c6-c31daf0df330"] = 99.5
+    expected["new-1"] = 1.5
+    del expected["e3cf430c-889d-4015-bc98-59bdce1e530c"]
+    assert {r["uuid"]: r["fare"] for r in rows(root)} == expected
+    assert rs_rows(root) == rows(root)
+    names = timeline_names(root)
+    rollbacks = [n for n in names if n.endswith(".rollback")]
+    assert len(rollbacks) == 1 and "_" in rollbacks[0]
+    # Each deltacommit wrote its own log file, named after it.
+    logs = [LogFileName.parse(p.name) for p in root.rglob(".*.log.*")]
+    completed = {i.timestamp for n in names
+                 if (i := parse_instant_file_name(n, 2)) is not None and i.is_completed}
+    assert logs and all(log is not None and log.base_instant in completed for log in logs)
+
+
+def test_writes_on_a_version_8_copy_on_write_table(tmp_path: Path) -> None:
+    root = copy_table("v8_nonpartitioned", tmp_path)
+    client = WriteClient(HudiTable.open(root))
+    before = rows(root)
+    update = {k: v for k, v in before[0].items() if not k.startswith("_hoodie")}
+    update["longField"] = (update["longField"] or 0) + 1000
+    update["name"] = "updated"
+    client.upsert([update])
+    client.delete([str(before[1]["id"])])
+    after = rows(root)
+    assert len(after) == len(before) - 1
+    assert [r["name"] for r in after if r["id"] == update["id"]] == ["updated"]
+    assert rs_rows(root) == after
+
+
+# -- new tables of versions 8 and 9 ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_new_tables_of_versions_8_and_9(tmp_path: Path, version: int) -> None:
+    table = create_table(tmp_path / "t", "t", SCHEMA, "id", ["city"], "ts", "MERGE_ON_READ",
+                         options={"hoodie.write.table.version": str(version)})
+    root = tmp_path / "t"
+    props = TableProperties.load(table.storage)
+    assert (props.version, props.timeline_layout) == (version, 2)
+    assert props["hoodie.table.initial.version"] == str(version)
+    assert props["hoodie.timeline.path"] == "timeline"
+    assert props["hoodie.table.keygenerator.type"] == "SIMPLE"
+    assert props["hoodie.record.merge.mode"] == "EVENT_TIME_ORDERING"
+    assert "hoodie.compaction.record.merger.strategy" not in props
+    if version == 8:
+        assert props["hoodie.record.merge.strategy.id"] == "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+        assert props["hoodie.table.precombine.field"] == "ts"
+    else:
+        assert props["hoodie.table.ordering.fields"] == "ts"
+        assert "hoodie.table.precombine.field" not in props
+        assert "hoodie.compaction.payload.class" not in props
+    assert (root / ".hoodie/timeline/history").is_dir()
+    assert not (root / ".hoodie/archived").exists()
+    client = WriteClient(table)
+    client.insert([rec(i, 1, "ins") for i in range(6)])
+    upserts(client, 2)
+    client.delete(["k1"])
+    assert rs_rows(root) == rows(root)
+    lc = run_log_compaction(HudiTable.open(root),
+                            options={"hoodie.log.compaction.blocks.threshold": "2"})
+    assert lc is not None
+    compaction = run_compaction(HudiTable.open(root))
+    assert compaction is not None
+    upserts(client, 1, start=10)
+    cleaned = run_clean(HudiTable.open(root), {"hoodie.cleaner.commits.retained": "1"})
+    assert cleaned is not None and cleaned.total_files_deleted > 0
+    expected = {f"k{i}": f"u0-{i}" for i in range(6)}
+    assert {r["id"]: r["v"] for r in rows(root)} == expected
+    assert rs_rows(root) == rows(root)
+    names = timeline_names(root)
+    assert f"{lc.instant}.logcompaction.requested" in names
+    assert next(n for n in names if n.startswith(f"{lc.instant}_")).endswith(".deltacommit")
+    assert next(n for n in names if n.startswith(f"{compaction.instant}_")).endswith(".commit")
+    assert any(n.endswith(".clean") and "_" in n for n in names)
+    # Completion times strictly increase in the order instants completed.
+    completions = [parse_instant_file_name(n, 2) for n in names]
+    done = [i for i in completions if i is not None and i.is_completed]
+    assert len({i.completion_time for i in done}) == len(done)
+    # Archival of layout 2 (LSM history) is not written: refused when asked, never due.
+    assert not archive_needed(HudiTable.open(root), {"hoodie.keep.min.commits": "1",
+                                                     "hoodie.keep.max.commits": "2"})
+    with pytest.raises(TableServiceError, match="does not archive version 8/9"):
+        run_archive(HudiTable.open(root))
+
+
+def test_a_table_version_hudisql_does_not_write_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(WriteError, match=r"hoodie\.write\.table\.version='7'"):
+        create_table(tmp_path / "t", "t", SCHEMA, "id", ["city"], "ts",
+                     options={"hoodie.write.table.version": "7"})
+    assert not os.path.exists(tmp_path / "t")
