@@ -18,6 +18,7 @@ from hudisql.errors import (
 )
 from hudisql.services.archive import archive_needed, run_archive
 from hudisql.services.clean import run_clean
+from hudisql.services.clustering import run_clustering
 from hudisql.services.compaction import run_compaction
 from hudisql.services.log_compaction import run_log_compaction
 from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
@@ -227,3 +228,27 @@ def test_a_table_version_hudisql_does_not_write_is_refused(tmp_path: Path) -> No
         create_table(tmp_path / "t", "t", SCHEMA, "id", ["city"], "ts",
                      options={"hoodie.write.table.version": "7"})
     assert not os.path.exists(tmp_path / "t")
+
+
+def test_clustering_and_rollback_on_a_version_9_table(tmp_path: Path) -> None:
+    table = create_table(tmp_path / "t", "t", SCHEMA, "id", ["city"], "ts", "COPY_ON_WRITE",
+                         options={"hoodie.write.table.version": "9"})
+    root = tmp_path / "t"
+    client = WriteClient(table)
+    client.insert([rec(i, 1, "ins") for i in range(4)])
+    client.insert([rec(i, 1, "ins") for i in range(4, 8)])
+    [done] = run_clustering(HudiTable.open(root),
+                            {"hoodie.clustering.plan.strategy.small.file.limit": str(10**9)})
+    names = timeline_names(root)
+    # Requested as its own action, completed as a replacecommit (Hudi 1.x's names).
+    assert f"{done.instant}.clustering.requested" in names
+    [completed] = [n for n in names if n.startswith(f"{done.instant}_")]
+    assert completed.endswith(".replacecommit")
+    content = (root / ".hoodie/timeline" / completed).read_bytes()
+    assert avro_record_name(content) == "org.apache.hudi.avro.model.HoodieReplaceCommitMetadata"
+    clustered = rows(root)
+    assert rs_rows(root) == clustered
+    last = upserts(client, 1, keys=8)[-1]
+    client.rollback(last)
+    assert rows(root) == clustered and rs_rows(root) == clustered
+    assert not [n for n in timeline_names(root) if n.startswith(last)]
