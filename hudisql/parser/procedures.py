@@ -161,6 +161,12 @@ def _clustering_procedures() -> list[Procedure]:
     return clustering_procedures()
 
 
+def _upgrade_procedures() -> list[Procedure]:
+    from hudisql.parser.upgrade import upgrade_procedures
+
+    return upgrade_procedures()
+
+
 #: run_indexer's modes, lower-cased as Hudi's HoodieIndexer matches them.
 INDEXER_MODES = ("schedule", "execute", "scheduleandexecute", "dropindex")
 #: Metadata partition types run_indexer builds (Hudi's ``MetadataPartitionType`` names).
@@ -279,6 +285,7 @@ PROCEDURES: dict[str, Procedure] = {
         ),
         *_service_procedures(),
         *_clustering_procedures(),
+        *_upgrade_procedures(),
         Procedure(
             "run_indexer",
             (Parameter("table", str, required=True), Parameter("mode", str, required=True),

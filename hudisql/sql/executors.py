@@ -15,7 +15,17 @@ from sqlglot.tokenizer_core import TokenType
 from hudisql.errors import HudiSqlError
 from hudisql.parser import commands as c
 from hudisql.parser.services import ShowTableService, TableService
-from hudisql.sql import clustering, ddl, dml, index, names, reads, services, table_statements
+from hudisql.sql import (
+    clustering,
+    ddl,
+    dml,
+    index,
+    names,
+    reads,
+    services,
+    table_statements,
+    upgrade,
+)
 from hudisql.sql.frames import rows_frame
 from hudisql.sql.timeline import (
     COMMITS_COLUMNS,
@@ -195,4 +205,5 @@ EXECUTORS: dict[type[c.Command], Executor] = {
     ShowTableService: services.show_table_service,
     **index.EXECUTORS,
     **clustering.EXECUTORS,
+    **upgrade.EXECUTORS,
 }

@@ -11,6 +11,7 @@ import hudi
 import pyarrow as pa
 import pytest
 
+from hudisql.errors import SqlParseError
 from hudisql.session import HudiSession
 from hudisql.table import HudiTable
 from hudisql.table.format.properties import TableProperties
@@ -78,3 +79,21 @@ def test_sql_writes_on_a_new_version_9_table(session: HudiSession) -> None:
     statements(session, "v9_trips")
     assert fares(path) == pytest.approx({"u1": 119.1, "u2": 27.7, "new-1": 7.5})
     assert rs_rows(path) == core_rows(path)
+
+
+def test_call_upgrade_table(session: HudiSession) -> None:
+    session.sql("""CREATE TABLE v6_up (ts BIGINT, uuid STRING, rider STRING, driver STRING,
+        fare DOUBLE, city STRING) USING HUDI PARTITIONED BY (city)
+        TBLPROPERTIES (type = 'mor', primaryKey = 'uuid', preCombineField = 'ts')""")
+    path = session.table("v6_up").path
+    session.sql("""INSERT INTO v6_up VALUES (1, 'u1', 'rider-A', 'driver-K', 19.1, 'sf'),
+        (3, 'u3', 'rider-C', 'driver-M', 33.9, 'la')""")
+    assert TableProperties.load(HudiTable.open(path).storage).version == 6
+    result = session.sql("CALL upgrade_table(table => 'v6_up', to_version => 9)").collect()
+    assert [r.result for r in result] == [True]
+    assert TableProperties.load(HudiTable.open(path).storage).version == 9
+    session.sql("UPDATE v6_up SET fare = 20.5, ts = 2 WHERE uuid = 'u1'")
+    assert fares(path) == pytest.approx({"u1": 20.5, "u3": 33.9})
+    assert rs_rows(path) == core_rows(path)
+    with pytest.raises(SqlParseError, match="to_version must be 8 or 9"):
+        session.sql("CALL upgrade_table(table => 'v6_up', to_version => 'TEN')")

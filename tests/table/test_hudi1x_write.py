@@ -21,6 +21,7 @@ from hudisql.services.clean import run_clean
 from hudisql.services.clustering import run_clustering
 from hudisql.services.compaction import run_compaction
 from hudisql.services.log_compaction import run_log_compaction
+from hudisql.services.upgrade import run_upgrade
 from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.format.filenames import LogFileName
 from hudisql.table.format.instant import Action, parse_instant_file_name
@@ -252,3 +253,67 @@ def test_clustering_and_rollback_on_a_version_9_table(tmp_path: Path) -> None:
     client.rollback(last)
     assert rows(root) == clustered and rs_rows(root) == clustered
     assert not [n for n in timeline_names(root) if n.startswith(last)]
+
+
+# -- upgrade_table -------------------------------------------------------------------------------
+
+
+def test_upgrade_from_version_6_survives_a_crash_at_every_step(tmp_path: Path) -> None:
+    root = copy_table("v6_trips_8i1u", tmp_path)
+    before = rows(root)
+    layout_1 = sorted(p.name for p in (root / ".hoodie").iterdir()
+                      if parse_instant_file_name(p.name, 1) is not None)
+    # A crash once the new timeline is written: still version 6, read as before.
+    with pytest.raises(Crash):
+        run_upgrade(HudiTable.open(root), 9, on_step=crash_at("timeline"))
+    assert TableProperties.load(HudiTable.open(root).storage).version == 6
+    assert rows(root) == before and rs_rows(root) == before
+    # A crash right after the switch: version 9, the old files still there, read the same.
+    with pytest.raises(Crash):
+        run_upgrade(HudiTable.open(root), 9, on_step=crash_at("properties"))
+    props = TableProperties.load(HudiTable.open(root).storage)
+    assert (props.version, props.timeline_layout, props["hoodie.table.initial.version"]) == (
+        9, 2, "6")
+    assert rows(root) == before and rs_rows(root) == before
+    assert all((root / ".hoodie" / name).exists() for name in layout_1)
+    # The next run finishes: the layout-1 files are gone.
+    run_upgrade(HudiTable.open(root), 9)
+    assert not [p for p in (root / ".hoodie").iterdir()
+                if parse_instant_file_name(p.name, 1) is not None]
+    names = timeline_names(root)
+    assert len([n for n in names if "_" in n]) == 2  # both deltacommits, completion-named
+    assert all(avro_record_name((root / ".hoodie/timeline" / n).read_bytes())
+               == "org.apache.hudi.avro.model.HoodieCommitMetadata"
+               for n in names if "_" in n or n.endswith(".inflight"))
+    assert rows(root) == before and rs_rows(root) == before
+    trips(WriteClient(HudiTable.open(root)))
+    assert rs_rows(root) == rows(root) and len(rows(root)) == len(before)
+
+
+def test_upgrade_of_a_table_hudisql_compacted(tmp_path: Path) -> None:
+    table = create_table(tmp_path / "t", "t", SCHEMA, "id", ["city"], "ts")
+    root = tmp_path / "t"
+    client = WriteClient(table)
+    client.insert([rec(i, 1, "ins") for i in range(6)])
+    upserts(client, 2)
+    assert run_compaction(HudiTable.open(root)) is not None
+    upserts(client, 1, start=5)
+    before = rows(root)
+    # A pending instant is refused, the table unchanged.
+    pending = HudiTable.open(root).timeline.create_requested(Action.DELTACOMMIT)
+    unchanged = files(root)
+    with pytest.raises(TableServiceError, match=f"pending instants {pending.timestamp}"):
+        run_upgrade(HudiTable.open(root), 8)
+    assert files(root) == unchanged
+    HudiTable.open(root).timeline.delete_pending(pending)
+    run_upgrade(HudiTable.open(root), 8)
+    assert rows(root) == before and rs_rows(root) == before
+    upserts(WriteClient(HudiTable.open(root)), 1, start=9)
+    assert rs_rows(root) == rows(root)
+    # 8 to 9 changes the properties only; going down is refused.
+    run_upgrade(HudiTable.open(root), 9)
+    props = TableProperties.load(HudiTable.open(root).storage)
+    assert (props.version, props["hoodie.table.initial.version"]) == (9, "6")
+    with pytest.raises(TableServiceError, match="does not downgrade"):
+        run_upgrade(HudiTable.open(root), 8)
+    assert rs_rows(root) == rows(root)

@@ -233,6 +233,11 @@ def _next_after(value: str) -> str:
         return bumped if len(bumped) == len(value) else value + "0"
 
 
+def instant_time_after(value: str) -> str:
+    """The smallest instant time one millisecond after ``value`` (strictly greater as text)."""
+    return _next_after(value)
+
+
 def new_instant_time(after: str | None = None, now: datetime | None = None) -> str:
     """A new instant time: the current UTC time, strictly greater than ``after``.
 

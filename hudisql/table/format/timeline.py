@@ -355,7 +355,7 @@ class Timeline:
             return instant, content
         if (
             instant.action == Action.REPLACECOMMIT and instant.is_requested
-            and content.startswith(AVRO_MAGIC) and _is_clustering_plan(content)
+            and content.startswith(AVRO_MAGIC) and is_clustering_plan(content)
         ):
             instant = Instant(instant.timestamp, Action.CLUSTERING, State.REQUESTED)
         if (
@@ -614,7 +614,7 @@ class Timeline:
                     self._instants = None
 
 
-def _is_clustering_plan(content: bytes) -> bool:
+def is_clustering_plan(content: bytes) -> bool:
     """True when ``content`` is a HoodieRequestedReplaceMetadata of a clustering."""
     try:
         name, record = read_avro_container(content)
