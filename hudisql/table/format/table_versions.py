@@ -34,7 +34,6 @@ KEYGEN_TYPE = P.KEYGEN_TYPE
 MERGE_STRATEGY_ID = "hoodie.record.merge.strategy.id"
 TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
 TABLE_FORMAT = "hoodie.table.format"
-LEGACY_PAYLOAD_CLASS = "hoodie.legacy.payload.class"
 
 #: Hudi's merge strategy ids of the built-in merge modes (``HoodieRecordMerger``).
 _STRATEGY_IDS = {
