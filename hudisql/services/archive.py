@@ -13,7 +13,6 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from hudisql.errors import TableServiceError
 from hudisql.metadata.table import METADATA_PATH, MetadataTable
 from hudisql.services.protocol import StepHook, no_step, table_lock
 from hudisql.table.format.instant import Action, Instant
@@ -25,6 +24,7 @@ from hudisql.table.services.archive import (
     archive_timeline,
     instants_to_archive,
 )
+from hudisql.table.services.archive_lsm import archive_timeline_lsm
 from hudisql.table.table import HudiTable
 
 __all__ = ["ArchiveResult", "archive_locked", "archive_needed", "run_archive"]
@@ -74,25 +74,6 @@ def _data_bounds(metadata: HudiTable | None) -> ArchivalBounds:
     return ArchivalBounds(has_metadata=metadata is not None, metadata_compaction=compaction)
 
 
-def _require_layout_1(table: HudiTable) -> None:
-    """Archival writes layout 1's archive (``.hoodie/archived``) only.
-
-    Versions 8 and 9 archive into an LSM tree of parquet files (``.hoodie/timeline/
-    history``), which hudisql reads but does not write yet: their active timeline is left
-    whole, which every reader handles (no reader requires archival), and the automatic
-    archival after a write is not due on them (:func:`archive_needed`).
-
-    Raises:
-        TableServiceError: the table is version 8 or 9.
-    """
-    if table.properties.timeline_layout >= 2:
-        raise TableServiceError(
-            f"table {table.name} is version {table.properties.version}: hudisql does not "
-            "archive version 8/9 timelines (Hudi 1.x's LSM history) yet; its active timeline "
-            "stays whole, which readers handle. Archive it with Apache Hudi 1.x if needed"
-        )
-
-
 def archive_locked(table: HudiTable, options: Mapping[str, str] | None = None, *,
                    on_step: StepHook = no_step) -> ArchiveResult:
     """Archive the data table and then its metadata table, under the lock the caller holds.
@@ -103,7 +84,13 @@ def archive_locked(table: HudiTable, options: Mapping[str, str] | None = None, *
     """
     options = dict(options or {})
     settings = ArchivalSettings.parse(options, table.name)
-    _require_layout_1(table)
+    if table.properties.timeline_layout >= 2:
+        # Versions 8 and 9: Hudi 1.x's LSM history; a table with a (HFile) metadata table
+        # is refused, as for every write (hudisql does not keep that one yet).
+        table.timeline.require_writable()
+        return ArchiveResult(archive_timeline_lsm(
+            table.storage, table.timeline, settings, table.properties.is_mor,
+            ArchivalBounds(), on_step), [])
     metadata = _metadata_table(table)
     data = archive_timeline(table.storage, table.timeline, settings,
                             table.properties.is_mor, _data_bounds(metadata), on_step)
@@ -129,7 +116,6 @@ def run_archive(table: HudiTable, options: Mapping[str, str] | None = None, *,
     """
     options = dict(options or {})
     ArchivalSettings.parse(options, table.name)  # refuse bad settings before the lock
-    _require_layout_1(table)
     with table_lock(table, options):
         return archive_locked(table.reload(), options, on_step=on_step)
 
@@ -146,8 +132,6 @@ def archive_needed(table: HudiTable, options: Mapping[str, str] | None = None) -
     """
     options = dict(options or {})
     settings = ArchivalSettings.parse(options, table.name)
-    if table.properties.timeline_layout >= 2:
-        return False  # see _require_layout_1: the active timeline of v8/v9 just grows
     commits = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
     metadata = _metadata_table(table)
     if len(table.timeline.completed(commits)) > settings.max_commits and instants_to_archive(

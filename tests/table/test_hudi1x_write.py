@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import fastavro
+import pyarrow.parquet as pq
 import pytest
 
 from hudisql.errors import (
@@ -25,6 +26,7 @@ from hudisql.services.upgrade import run_upgrade
 from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.format.filenames import LogFileName
 from hudisql.table.format.instant import Action, parse_instant_file_name
+from hudisql.table.format.lsm_timeline import ArchivedCompletionTimes
 from hudisql.table.format.properties import TableProperties
 from hudisql.table.table import HudiTable
 from hudisql.table.write.create import create_table
@@ -217,11 +219,31 @@ def test_new_tables_of_versions_8_and_9(tmp_path: Path, version: int) -> None:
     completions = [parse_instant_file_name(n, 2) for n in names]
     done = [i for i in completions if i is not None and i.is_completed]
     assert len({i.completion_time for i in done}) == len(done)
-    # Archival of layout 2 (LSM history) is not written: refused when asked, never due.
-    assert not archive_needed(HudiTable.open(root), {"hoodie.keep.min.commits": "1",
-                                                     "hoodie.keep.max.commits": "2"})
-    with pytest.raises(TableServiceError, match="does not archive version 8/9"):
-        run_archive(HudiTable.open(root))
+    # Archival into the LSM history; a crash once the history holds the instants leaves
+    # them active too (readers take the active copy), and the next run removes them.
+    keep = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+            "hoodie.compact.inline.max.delta.commits": "1"}
+    assert archive_needed(HudiTable.open(root), keep)
+    now = rows(root)
+    with pytest.raises(Crash):
+        run_archive(HudiTable.open(root), keep, on_step=crash_at("written"))
+    assert rows(root) == now and rs_rows(root) == now
+    history = root / ".hoodie/timeline/history"
+    assert (history / "_version_").read_text() == "1"
+    [lsm] = [p.name for p in history.iterdir() if p.name.endswith(".parquet")]
+    archived = pq.read_table(history / lsm).to_pylist()
+    assert {"instantTime", "completionTime", "action", "metadata", "plan", "version"} == set(
+        archived[0])
+    result = run_archive(HudiTable.open(root), keep)
+    assert result.data == []  # the crashed run's instants were finished, nothing new is due
+    active = HudiTable.open(root).timeline
+    assert all(active.get(r["instantTime"]) is None for r in archived)
+    first = archived[0]
+    assert ArchivedCompletionTimes(active.storage, active.props).get(
+        first["instantTime"]) == first["completionTime"]
+    assert rows(root) == now and rs_rows(root) == now
+    upserts(client, 1, start=20)
+    assert rs_rows(root) == rows(root)
 
 
 def test_a_table_version_hudisql_does_not_write_is_refused(tmp_path: Path) -> None:

@@ -21,11 +21,12 @@ from hudisql.errors import CorruptTableError
 from hudisql.table.format.properties import TableProperties
 from hudisql.table.io.storage import Storage
 
-__all__ = ["ArchivedCompletionTimes"]
+__all__ = ["LSM_DATA_FILE", "MANIFEST_PREFIX", "VERSION_FILE", "ArchivedCompletionTimes",
+           "latest_manifest"]
 
-_VERSION_FILE = "_version_"
-_MANIFEST_PREFIX = "manifest_"
-_DATA_FILE = re.compile(r"^(\d+)_(\d+)_\d+\.parquet$")
+VERSION_FILE = "_version_"
+MANIFEST_PREFIX = "manifest_"
+LSM_DATA_FILE = re.compile(r"^(\d+)_(\d+)_\d+\.parquet$")
 
 
 class ArchivedCompletionTimes:
@@ -58,7 +59,7 @@ class ArchivedCompletionTimes:
     def _manifest_files(self) -> list[tuple[str, str, str]]:
         if self._files is not None:
             return self._files
-        manifest = _latest_manifest(self.storage, self.history)
+        manifest = latest_manifest(self.storage, self.history)
         files: list[tuple[str, str, str]] = []
         if manifest is not None:
             rel = posixpath.join(self.history, manifest)
@@ -72,7 +73,7 @@ class ArchivedCompletionTimes:
                     "archived completion times"
                 ) from exc
             for name in names:
-                match = _DATA_FILE.match(name)
+                match = LSM_DATA_FILE.match(name)
                 if match is None:
                     raise CorruptTableError(
                         f"archived timeline manifest {self.storage.uri(rel)} names {name!r}, "
@@ -107,19 +108,20 @@ class ArchivedCompletionTimes:
         return times
 
 
-def _latest_manifest(storage: Storage, history: str) -> str | None:
-    version_file = posixpath.join(history, _VERSION_FILE)
+def latest_manifest(storage: Storage, history: str) -> str | None:
+    """The name of the latest manifest (``manifest_<N>``) of the history, or None."""
+    version_file = posixpath.join(history, VERSION_FILE)
     if storage.exists(version_file):
         text = storage.read_bytes(version_file).decode("utf-8", "replace").strip()
         if text.isdigit():
-            return f"{_MANIFEST_PREFIX}{int(text)}"
+            return f"{MANIFEST_PREFIX}{int(text)}"
     # Hudi falls back to the highest manifest when the version file is missing or unreadable.
     if not storage.exists(history):
         return None
     versions = [
-        int(status.name[len(_MANIFEST_PREFIX):])
+        int(status.name[len(MANIFEST_PREFIX):])
         for status in storage.list_dir(history)
-        if status.name.startswith(_MANIFEST_PREFIX)
-        and status.name[len(_MANIFEST_PREFIX):].isdigit()
+        if status.name.startswith(MANIFEST_PREFIX)
+        and status.name[len(MANIFEST_PREFIX):].isdigit()
     ]
-    return f"{_MANIFEST_PREFIX}{max(versions)}" if versions else None
+    return f"{MANIFEST_PREFIX}{max(versions)}" if versions else None
