@@ -319,7 +319,12 @@ def test_upgrade_of_a_table_hudisql_compacted(tmp_path: Path) -> None:
     client.insert([rec(i, 1, "ins") for i in range(6)])
     upserts(client, 2)
     assert run_compaction(HudiTable.open(root)) is not None
-    upserts(client, 1, start=5)
+    upserts(client, 3, start=5)
+    run_clean(HudiTable.open(root), {"hoodie.cleaner.commits.retained": "2"})
+    keep = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3",
+            "hoodie.compact.inline.max.delta.commits": "1"}
+    archived = [i.timestamp for i in run_archive(HudiTable.open(root), keep).data]
+    assert archived
     before = rows(root)
     # A pending instant is refused, the table unchanged.
     pending = HudiTable.open(root).timeline.create_requested(Action.DELTACOMMIT)
@@ -330,6 +335,13 @@ def test_upgrade_of_a_table_hudisql_compacted(tmp_path: Path) -> None:
     HudiTable.open(root).timeline.delete_pending(pending)
     run_upgrade(HudiTable.open(root), 8)
     assert rows(root) == before and rs_rows(root) == before
+    # The version-6 archive is the LSM history's first snapshot now.
+    history = root / ".hoodie/timeline/history"
+    [lsm] = [p.name for p in history.iterdir() if p.name.endswith(".parquet")]
+    lsm_rows = pq.read_table(history / lsm).to_pylist()
+    assert [r["instantTime"] for r in lsm_rows] == archived
+    assert all(CommitMetadata.parse(r["metadata"]) is not None for r in lsm_rows
+               if r["action"] in ("commit", "deltacommit"))
     upserts(WriteClient(HudiTable.open(root)), 1, start=9)
     assert rs_rows(root) == rows(root)
     # 8 to 9 changes the properties only; going down is refused.

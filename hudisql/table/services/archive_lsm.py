@@ -42,7 +42,7 @@ from hudisql.table.services.archive import (
     instants_to_archive,
 )
 
-__all__ = ["LSM_SCHEMA", "archive_timeline_lsm"]
+__all__ = ["LSM_SCHEMA", "archive_timeline_lsm", "write_history_file"]
 
 StepHook = Callable[[str, str], None]
 
@@ -107,6 +107,34 @@ def _finish_interrupted(storage: Storage, timeline: Timeline,
     return _delete_active(storage, timeline, leftover, on_step) > 0
 
 
+def write_history_file(storage: Storage, history: str, rows: dict[str, list[object]],
+                       version: int | None = None,
+                       entries: list[dict[str, object]] | None = None) -> str:
+    """Write ``rows`` (columns of :data:`LSM_SCHEMA`, instant times ascending) as a layer-0
+    history file, then the next manifest naming it with ``entries`` (the latest snapshot's
+    files; both read from storage when not given), then ``_version_``. Returns its name.
+    """
+    if version is None or entries is None:
+        version, entries = _manifest(storage, history)
+    times = rows["instantTime"]
+    name = f"{times[0]}_{times[-1]}_0.parquet"
+    if LSM_DATA_FILE.match(name) is None:
+        raise CorruptTableError(f"instant times {times[0]}..{times[-1]} make no history "
+                                f"file name ({name})")
+    buffer = io.BytesIO()
+    pq.write_table(pa.table(rows, schema=LSM_SCHEMA), buffer)
+    data = buffer.getvalue()
+    storage.makedirs(history)
+    # Not yet in a manifest: no reader looks at it.
+    storage.write_atomic(posixpath.join(history, name), data)
+    kept = [e for e in entries if e.get("fileName") != name]
+    manifest = {"files": [*kept, {"fileName": name, "fileLen": len(data)}]}
+    storage.write_atomic(posixpath.join(history, f"{MANIFEST_PREFIX}{version + 1}"),
+                         json.dumps(manifest).encode("utf-8"))
+    storage.write_atomic(posixpath.join(history, VERSION_FILE), str(version + 1).encode())
+    return name
+
+
 def archive_timeline_lsm(storage: Storage, timeline: Timeline, settings: ArchivalSettings,
                          is_mor: bool, bounds: ArchivalBounds | None = None,
                          on_step: StepHook = _no_step) -> list[Instant]:
@@ -136,21 +164,7 @@ def archive_timeline_lsm(storage: Storage, timeline: Timeline, settings: Archiva
         rows["metadata"].append(timeline.read_content(instant))
         rows["plan"].append(plan or None)
         rows["version"].append(1)
-    name = f"{chosen[0].timestamp}_{chosen[-1].timestamp}_0.parquet"
-    if LSM_DATA_FILE.match(name) is None:
-        raise CorruptTableError(f"instant times {chosen[0]}..{chosen[-1]} make no history "
-                                f"file name ({name})")
-    buffer = io.BytesIO()
-    pq.write_table(pa.table(rows, schema=LSM_SCHEMA), buffer)
-    data = buffer.getvalue()
-    rel = posixpath.join(history, name)
-    storage.makedirs(history)
-    storage.write_atomic(rel, data)  # not yet in a manifest: no reader looks at it
-    kept = [e for e in entries if e.get("fileName") != name]
-    manifest = {"files": [*kept, {"fileName": name, "fileLen": len(data)}]}
-    storage.write_atomic(posixpath.join(history, f"{MANIFEST_PREFIX}{version + 1}"),
-                         json.dumps(manifest).encode("utf-8"))
-    storage.write_atomic(posixpath.join(history, VERSION_FILE), str(version + 1).encode())
+    write_history_file(storage, history, rows, version, entries)
     on_step("written", chosen[-1].timestamp)
     _delete_active(storage, timeline, [i.timestamp for i in chosen], on_step)
     return chosen

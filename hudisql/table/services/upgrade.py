@@ -11,12 +11,13 @@ old files, which the next ``upgrade_table`` removes. Completion times are the co
 files' modification times (as Hudi's ``SixToEightUpgradeHandler`` takes them), raised where
 needed so that each is after its requested time and after the one completed before it.
 
-Refused, with the table unchanged: pending instants (finish or roll them back first: a
-version-6 log written during a pending compaction is named after that compaction, which
-layout 2 would read as its writer), archived instants (layout 2 archives into an LSM history
-hudisql does not write yet) and a metadata table (hudisql keeps a version 8/9 table's
-metadata table only once it writes it in HFile). Going from 8 to 9 changes only
-``hoodie.properties``; going down is not offered.
+Archived instants (``.hoodie/archived``) are rewritten as the LSM history's first snapshot
+(:mod:`hudisql.table.services.upgrade_archive`); the old archive folder is left in place
+(no version 8/9 reader looks at it). Refused, with the table unchanged: pending instants
+(finish or roll them back first: a version-6 log written during a pending compaction is
+named after that compaction, which layout 2 would read as its writer) and a metadata table
+(hudisql keeps a version 8/9 table's metadata table only once it writes it in HFile).
+Going from 8 to 9 changes only ``hoodie.properties``; going down is not offered.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from hudisql.table.format.timeline import (
     Timeline,
     is_clustering_plan,
 )
+from hudisql.table.services.upgrade_archive import convert_archive
 from hudisql.table.table import HudiTable
 
 __all__ = ["UPGRADE_VERSIONS", "UpgradeResult", "upgrade_table"]
@@ -75,8 +77,9 @@ def upgrade_table(table: HudiTable, to_version: int,
     layout-1 files are gone); raising there simulates a crash.
 
     Raises:
-        TableServiceError: ``to_version`` is not 8 or 9, lower than the table's, or the
-            table has pending instants, archived instants or a metadata table.
+        TableServiceError: ``to_version`` is not 8 or 9, lower than the table's, the
+            table has pending instants or a metadata table, or an archived instant that
+            cannot be rewritten.
     """
     props, where = table.properties, f"table {table.name} at {table.base_path}"
     if to_version not in UPGRADE_VERSIONS:
@@ -102,6 +105,10 @@ def upgrade_table(table: HudiTable, to_version: int,
     completions = _completion_times(files)
     new_dir = ".hoodie/timeline"
     table.storage.makedirs(posixpath.join(new_dir, "history"))
+    # The archive first: a table whose archive cannot be rewritten is refused unchanged
+    # (the history folder is not read before the switch).
+    convert_archive(table.storage, props.archive_dir, posixpath.join(new_dir, "history"),
+                    on_step)
     clustering = {f.timestamp for f in files if f.action == Action.REPLACECOMMIT
                   and f.is_requested and _is_clustering(timeline, f)}
     for f in files:
@@ -123,12 +130,6 @@ def _check_upgradable(table: HudiTable, where: str) -> None:
         raise TableServiceError(
             f"upgrade_table of {where}: pending instants {', '.join(pending)}; complete or "
             "roll them back first (CALL rollback_to_instant, RUN COMPACTION, ...)")
-    archived = [s.name for s in table.storage.list_dir(props.archive_dir) if not s.is_dir]
-    if archived:
-        raise TableServiceError(
-            f"upgrade_table of {where}: it has archived instants ({props.archive_dir}/"
-            f"{archived[0]}, ...); hudisql does not yet write Hudi 1.x's archived timeline "
-            "(LSM history): upgrade it with Apache Hudi 1.x")
     if props.metadata_partitions or table.storage.exists(METADATA_TABLE_DIR):
         raise TableServiceError(
             f"upgrade_table of {where}: it has a metadata table ({METADATA_TABLE_DIR}); "
