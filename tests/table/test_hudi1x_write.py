@@ -10,6 +10,7 @@ from pathlib import Path
 import fastavro
 import pyarrow.parquet as pq
 import pytest
+from hudi import HudiTable as RsTable
 
 from hudisql.errors import (
     InstantExistsError,
@@ -33,6 +34,19 @@ from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
 from tests.fixtures import copy_table
 from tests.services.kit import SCHEMA, Crash, crash_at, files, rec, rows, rs_rows, upserts
+
+
+def slices(path: Path) -> list[tuple[str, str, tuple[str, ...]]]:
+    """hudisql's latest file slices: (file id, base file, log files)."""
+    return sorted((s.file_id, s.base_file.name if s.base_file else "",
+                   tuple(sorted(log.name for log in s.log_files)))
+                  for s in HudiTable.open(path).file_system_view().latest_file_slices())
+
+
+def rs_slices(path: Path) -> list[tuple[str, str, tuple[str, ...]]]:
+    """hudi-rs's latest file slices, the same way."""
+    return sorted((s.file_id, s.base_file_name or "", tuple(sorted(s.log_file_names)))
+                  for s in RsTable(str(path)).get_file_slices())
 
 
 def timeline_names(path: Path) -> list[str]:
@@ -96,6 +110,21 @@ def test_layout_2_instants_are_named_and_encoded_as_hudi_1x_writes_them(tmp_path
     assert CommitMetadata.parse(content).partition_to_replace_file_ids == {"p": ["f0"]}
 
 
+def test_completion_times_follow_the_order_instants_complete_in(tmp_path: Path) -> None:
+    root = copy_table("v8_trips_8i1u", tmp_path)
+    timeline = HudiTable.open(root).timeline
+    first = timeline.transition_to_inflight(timeline.create_requested(Action.DELTACOMMIT))
+    second = timeline.transition_to_inflight(timeline.create_requested(Action.DELTACOMMIT))
+    assert first.timestamp < second.timestamp
+    # The later-requested one completes first: the earlier one's completion is after it.
+    done_second = timeline.complete(second, b"")
+    done_first = timeline.complete(first, b"")
+    assert done_first.completion_time is not None and done_second.completion_time is not None
+    assert second.timestamp < done_second.completion_time < done_first.completion_time
+    assert HudiTable.open(root).file_system_view().completion_time(first.timestamp) == (
+        done_first.completion_time)
+
+
 def test_a_version_9_table_with_a_metadata_table_is_refused_unchanged(tmp_path: Path) -> None:
     root = copy_table("v9_txns_complex_meta", tmp_path)
     before = files(root)
@@ -145,6 +174,11 @@ def test_writes_on_a_version_8_merge_on_read_table(tmp_path: Path) -> None:
     del expected["e3cf430c-889d-4015-bc98-59bdce1e530c"]
     assert {r["uuid"]: r["fare"] for r in rows(root)} == expected
     assert rs_rows(root) == rows(root)
+    assert rs_slices(root) == slices(root)
+    # A compaction of Hudi's and hudisql's logs together.
+    assert run_compaction(HudiTable.open(root)) is not None
+    assert {r["uuid"]: r["fare"] for r in rows(root)} == expected
+    assert rs_rows(root) == rows(root) and rs_slices(root) == slices(root)
     names = timeline_names(root)
     rollbacks = [n for n in names if n.endswith(".rollback")]
     assert len(rollbacks) == 1 and "_" in rollbacks[0]
@@ -209,7 +243,7 @@ def test_new_tables_of_versions_8_and_9(tmp_path: Path, version: int) -> None:
     assert cleaned is not None and cleaned.total_files_deleted > 0
     expected = {f"k{i}": f"u0-{i}" for i in range(6)}
     assert {r["id"]: r["v"] for r in rows(root)} == expected
-    assert rs_rows(root) == rows(root)
+    assert rs_rows(root) == rows(root) and rs_slices(root) == slices(root)
     names = timeline_names(root)
     assert f"{lc.instant}.logcompaction.requested" in names
     assert next(n for n in names if n.startswith(f"{lc.instant}_")).endswith(".deltacommit")
