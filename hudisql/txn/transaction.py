@@ -31,6 +31,7 @@ from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.format.filenames import BaseFileName
 from hudisql.table.format.fsview import FileSystemView
 from hudisql.table.format.instant import Action, Instant
+from hudisql.table.format.table_versions import check_write_table_version
 from hudisql.table.read.reconcile import record_committed_log_files
 from hudisql.table.table import HudiTable
 from hudisql.table.write.files import MARKER_DIR
@@ -120,6 +121,8 @@ class Transaction:
         Returns:
             The instant time.
         """
+        check_write_table_version(self.table.properties, self.options,
+                                  f"table {self.table.name} at {self.table.base_path}")
         interval, _ = heartbeat_settings(self.options)
         # The schema the caller derived its writer schema from: the table as it opened it.
         self.schema_at_start = TableSchema.of(self.table.timeline)

@@ -148,6 +148,7 @@ def _create(request: SaveRequest, df: DataFrame) -> None:
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    from hudisql.table.format.table_versions import WRITE_TABLE_VERSION
     from hudisql.table.write.create import create_table
     from hudisql.write.index_settings import INDEX_PROPERTIES
     from hudisql.write.pipeline import IS_DELETED
@@ -175,6 +176,8 @@ def _create(request: SaveRequest, df: DataFrame) -> None:
     extra = {HIVE_STYLE: request.options.get(HIVE_STYLE, "false").lower()}
     # The index a new table tags with (a bucketed table's layout) is the table's.
     extra.update({k: request.options[k] for k in INDEX_PROPERTIES if k in request.options})
+    if WRITE_TABLE_VERSION in request.options:  # the new table's version (6, 8 or 9)
+        extra[WRITE_TABLE_VERSION] = request.options[WRITE_TABLE_VERSION]
     assert name is not None
     create_table(request.path, name, schema, keys, partitions, precombine, table_type, extra)
 

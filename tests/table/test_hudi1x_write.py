@@ -367,6 +367,12 @@ def test_upgrade_of_a_table_hudisql_compacted(tmp_path: Path) -> None:
         run_upgrade(HudiTable.open(root), 8)
     assert files(root) == unchanged
     HudiTable.open(root).timeline.delete_pending(pending)
+    # A write asking for another version is refused: upgrading is a step of its own.
+    unchanged = files(root)
+    asking = WriteClient(HudiTable.open(root), options={"hoodie.write.table.version": "8"})
+    with pytest.raises(WriteError, match=r"is version 6, but the write sets .*upgrade_table"):
+        upserts(asking, 1, start=7)
+    assert files(root) == unchanged
     run_upgrade(HudiTable.open(root), 8)
     assert rows(root) == before and rs_rows(root) == before
     # The version-6 archive is the LSM history's first snapshot now.

@@ -23,6 +23,7 @@ __all__ = [
     "MERGE_STRATEGY_ID",
     "TIMELINE_TIMEZONE",
     "WRITE_TABLE_VERSION",
+    "check_write_table_version",
     "hudi1x_properties",
     "write_table_version",
 ]
@@ -73,6 +74,30 @@ def write_table_version(options: Mapping[str, str], where: str) -> int:
             f"{', '.join(str(v) for v in P.WRITABLE_VERSIONS)}; pick one of them"
         )
     return int(text)
+
+
+def check_write_table_version(props: P.TableProperties, options: Mapping[str, str],
+                              where: str) -> None:
+    """Refuse a write whose ``hoodie.write.table.version`` is not the table's version.
+
+    hudisql writes an existing table at the version it has: the option chooses the version
+    of new tables only, and moving a table up is ``CALL upgrade_table`` (an explicit,
+    crash-safe step), not a side effect of a write.
+
+    Raises:
+        WriteError: the option names another version (names ``where``, both versions and
+            what to do); nothing is written.
+    """
+    raw = options.get(WRITE_TABLE_VERSION)
+    if raw is None or not str(raw).strip():
+        return
+    wanted = write_table_version(options, where)
+    if wanted != props.version:
+        raise WriteError(
+            f"{where} is version {props.version}, but the write sets "
+            f"{WRITE_TABLE_VERSION}={raw}: hudisql writes a table at its own version (the "
+            "option chooses the version of new tables); upgrade it first with CALL "
+            f"upgrade_table(table => '...', to_version => {wanted}), or leave the option out")
 
 
 def hudi1x_properties(props: P.TableProperties, version: int,
