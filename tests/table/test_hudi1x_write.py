@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 from pathlib import Path
 
 import fastavro
@@ -391,3 +392,37 @@ def test_upgrade_of_a_table_hudisql_compacted(tmp_path: Path) -> None:
     with pytest.raises(TableServiceError, match="does not downgrade"):
         run_upgrade(HudiTable.open(root), 8)
     assert rs_rows(root) == rows(root)
+
+
+def test_racing_writers_get_distinct_completion_times(tmp_path: Path) -> None:
+    create_table(tmp_path / "t", "t", SCHEMA, "id", ["city"], "ts", "MERGE_ON_READ",
+                 options={"hoodie.write.table.version": "9"})
+    root = tmp_path / "t"
+    n = 4
+    barrier = threading.Barrier(n)
+    errors: list[BaseException] = []
+
+    def write(i: int) -> None:
+        try:
+            client = WriteClient(HudiTable.open(root), options={
+                "hoodie.write.lock.provider": "in-process"})
+            barrier.wait()
+            # A partition of its own: no two writers touch one file group.
+            client.insert([{"id": f"w{i}", "ts": 1, "v": "x", "city": f"c{i}"}])
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    done = [i for n_ in timeline_names(root)
+            if (i := parse_instant_file_name(n_, 2)) is not None and i.is_completed]
+    assert len(done) == n
+    completions = [i.completion_time for i in done]
+    assert len(set(completions)) == n
+    assert all(i.completion_time is not None and i.completion_time > i.timestamp for i in done)
+    assert {r["id"] for r in rs_rows(root)} == {f"w{i}" for i in range(n)} == {
+        r["id"] for r in rows(root)}
