@@ -92,6 +92,7 @@ class Timeline:
         self._instants: list[Instant] | None = None
         self._by_time: dict[str, Instant] = {}
         self._rolled_back: set[str] | None = None
+        self._metadata_table: bool | None = None
 
     @classmethod
     def load(cls, storage: Storage, props: TableProperties) -> Timeline:
@@ -329,9 +330,7 @@ class Timeline:
                 f"layout {self.layout}); hudisql writes versions {versions}: write to it with "
                 "Apache Hudi 1.x"
             )
-        if self.layout >= 2 and not self.props.is_metadata_table and (
-            self.props.metadata_partitions or self.storage.exists(METADATA_TABLE_DIR)
-        ):
+        if self.layout >= 2 and not self.props.is_metadata_table and self._has_metadata_table():
             raise UnsupportedTableVersionError(
                 f"table {self.storage.base_uri} is version {self.props.version} with a metadata "
                 f"table ({METADATA_TABLE_DIR}): hudisql does not yet keep the HFile metadata "
@@ -342,6 +341,15 @@ class Timeline:
 
     def _require_writable(self) -> None:
         self.require_writable()
+
+    def _has_metadata_table(self) -> bool:
+        """Whether the table has a metadata table (looked up once per loaded timeline: a
+        metadata table appears only through writes hudisql refuses on these tables)."""
+        with self._lock:
+            if self._metadata_table is None:
+                self._metadata_table = bool(self.props.metadata_partitions) or (
+                    self.storage.exists(METADATA_TABLE_DIR))
+            return self._metadata_table
 
     def _encode(self, instant: Instant, content: bytes) -> tuple[Instant, bytes]:
         """The instant and content as this timeline's layout writes them.
@@ -549,15 +557,22 @@ class Timeline:
             )
         if self.layout < 2:
             return self._create(instant.with_state(State.COMPLETED), content)
-        done = self._names_on_disk(instant.timestamp, instant.action, State.COMPLETED)
-        if done:
-            raise InstantExistsError(
-                f"instant {instant.timestamp} of table {self.storage.base_uri} is completed "
-                f"already ({done[0]}): another writer completed it first"
-            )
-        # Callers hold the table lock here: no other completion time is taken meanwhile.
-        completion = new_instant_time(after=max(self._times_on_disk(), default=None))
+        # One listing: is it completed already, and the latest time on the timeline.
         action = COMPLETED_AS.get(instant.action, instant.action)
+        latest = ""
+        for f in self.storage.list_dir(self.timeline_dir):
+            found = parse_instant_file_name(f.name, self.layout)
+            if found is None:
+                continue
+            if found.timestamp == instant.timestamp and found.is_completed and (
+                    found.action == action):
+                raise InstantExistsError(
+                    f"instant {instant.timestamp} of table {self.storage.base_uri} is "
+                    f"completed already ({f.name}): another writer completed it first"
+                )
+            latest = max(latest, found.timestamp, found.completion_time or "")
+        # Callers hold the table lock here: no other completion time is taken meanwhile.
+        completion = new_instant_time(after=latest or None)
         return self._create(
             Instant(instant.timestamp, action, State.COMPLETED, completion), content
         )
