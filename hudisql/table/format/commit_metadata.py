@@ -9,6 +9,7 @@ containers in every version; we write them with Hudi's own schemas, embedded bel
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -328,13 +329,19 @@ _HEADER_SCHEMA = fastavro.parse_schema({"type": "map", "values": "bytes"})
 _LONG_SCHEMA = fastavro.parse_schema("long")
 
 
+@functools.lru_cache(maxsize=32)
+def _parsed_schema(schema: str) -> Any:
+    """``schema`` parsed once (parsing dominates writing a small container)."""
+    return fastavro.parse_schema(json.loads(schema))
+
+
 def write_avro_container(schema: str, records: list[dict[str, Any]]) -> bytes:
     """An Avro object container of ``records`` in ``schema`` (JSON text kept verbatim).
 
     Raises:
         ValueError: a record does not fit the schema.
     """
-    parsed = fastavro.parse_schema(json.loads(schema))
+    parsed = _parsed_schema(schema)
     body = io.BytesIO()
     for record in records:
         fastavro.schemaless_writer(body, parsed, record)
