@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -426,3 +427,31 @@ def test_racing_writers_get_distinct_completion_times(tmp_path: Path) -> None:
     assert all(i.completion_time is not None and i.completion_time > i.timestamp for i in done)
     assert {r["id"] for r in rs_rows(root)} == {f"w{i}" for i in range(n)} == {
         r["id"] for r in rows(root)}
+
+
+def test_writes_on_a_table_hudi_1_1_wrote_once_its_metadata_table_is_gone(
+        tmp_path: Path) -> None:
+    # Hudi 1.1's own version-9 table (two key fields, COMPLEX key generator by type only,
+    # ordering fields, compaction and clustering on its timeline) without its HFile
+    # metadata table, as Hudi leaves it after a write with hoodie.metadata.enable=false.
+    root = copy_table("v9_txns_complex_meta", tmp_path)
+    shutil.rmtree(root / ".hoodie/metadata")
+    storage = HudiTable.open(root).storage
+    TableProperties.load(storage).updated(**{
+        "hoodie.table.metadata.partitions": None,
+        "hoodie.table.metadata.partitions.inflight": None}).save(storage)
+    before = rows(root)
+    assert rs_rows(root) == before
+    update = {k: v for k, v in before[0].items() if not k.startswith("_hoodie")}
+    update["txn_ts"] += 1000
+    update["merchant_name"] = "hudisql"
+    client = WriteClient(HudiTable.open(root))
+    client.upsert([update])
+    client.delete([before[1]["_hoodie_record_key"]])
+    after = rows(root)
+    assert len(after) == len(before) - 1
+    assert [r["merchant_name"] for r in after
+            if r["_hoodie_record_key"] == before[0]["_hoodie_record_key"]] == ["hudisql"]
+    assert rs_rows(root) == after and rs_slices(root) == slices(root)
+    assert run_compaction(HudiTable.open(root)) is not None
+    assert rows(root) == after and rs_rows(root) == after
