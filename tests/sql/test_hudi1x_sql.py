@@ -11,7 +11,7 @@ import hudi
 import pyarrow as pa
 import pytest
 
-from hudisql.errors import SqlParseError
+from hudisql.errors import SqlParseError, WriteError
 from hudisql.session import HudiSession
 from hudisql.table import HudiTable
 from hudisql.table.format.properties import TableProperties
@@ -97,3 +97,26 @@ def test_call_upgrade_table(session: HudiSession) -> None:
     assert rs_rows(path) == core_rows(path)
     with pytest.raises(SqlParseError, match="to_version must be 8 or 9"):
         session.sql("CALL upgrade_table(table => 'v6_up', to_version => 'TEN')")
+
+
+def test_df_write_creates_a_version_8_table(session: HudiSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "dfw")
+    options = {"hoodie.table.name": "dfw", "hoodie.datasource.write.recordkey.field": "uuid",
+               "hoodie.datasource.write.precombine.field": "ts",
+               "hoodie.datasource.write.partitionpath.field": "city",
+               "hoodie.datasource.write.table.type": "MERGE_ON_READ"}
+    df = session.spark.createDataFrame(
+        [(1, "u1", "rider-A", "driver-K", 19.1, "sf"), (2, "u2", "rider-B", "driver-L", 7.0,
+                                                        "la")],
+        "ts long, uuid string, rider string, driver string, fare double, city string")
+    df.write.format("hudi").mode("append").options(**options).option(
+        "hoodie.write.table.version", "8").save(path)
+    props = TableProperties.load(HudiTable.open(path).storage)
+    assert (props.version, props.timeline_layout) == (8, 2)
+    assert rs_rows(path) == core_rows(path) and len(core_rows(path)) == 2
+    # Appending with another version asked for is refused, the table unchanged.
+    before = core_rows(path)
+    with pytest.raises(WriteError, match="is version 8, but the write sets"):
+        df.write.format("hudi").mode("append").options(**options).option(
+            "hoodie.write.table.version", "9").save(path)
+    assert core_rows(path) == before
