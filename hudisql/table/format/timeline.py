@@ -449,7 +449,7 @@ class Timeline:
             InstantExistsError: an instant at ``timestamp`` exists already.
             InvalidInstantTransitionError: ``action`` has no requested state (savepoint).
             WriteError: an unknown action or a malformed ``timestamp``.
-            UnsupportedTableVersionError: the table is not version 6.
+            UnsupportedTableVersionError: hudisql does not write the table (see require_writable).
         """
         self._require_writable()
         action = self._check_action(action)
