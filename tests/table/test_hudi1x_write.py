@@ -31,6 +31,7 @@ from hudisql.table.format.filenames import LogFileName
 from hudisql.table.format.instant import Action, parse_instant_file_name
 from hudisql.table.format.lsm_timeline import ArchivedCompletionTimes
 from hudisql.table.format.properties import TableProperties
+from hudisql.table.services.archive import ArchivedTimeline
 from hudisql.table.table import HudiTable
 from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
@@ -277,6 +278,11 @@ def test_new_tables_of_versions_8_and_9(tmp_path: Path, version: int) -> None:
     first = archived[0]
     assert ArchivedCompletionTimes(active.storage, active.props).get(
         first["instantTime"]) == first["completionTime"]
+    # The archived timeline as hudisql's readers (SHOW TIMELINE, incremental) see it.
+    entries = ArchivedTimeline(active.storage, active).completed()
+    assert [e.timestamp for e in entries] == [r["instantTime"] for r in archived]
+    assert all(e.commit_metadata() is not None for e in entries
+               if e.action in ("commit", "deltacommit"))
     assert rows(root) == now and rs_rows(root) == now
     upserts(client, 1, start=20)
     assert rs_rows(root) == rows(root)

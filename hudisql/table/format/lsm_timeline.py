@@ -22,7 +22,7 @@ from hudisql.table.format.properties import TableProperties
 from hudisql.table.io.storage import Storage
 
 __all__ = ["LSM_DATA_FILE", "MANIFEST_PREFIX", "VERSION_FILE", "ArchivedCompletionTimes",
-           "latest_manifest"]
+           "history_rows", "latest_manifest"]
 
 VERSION_FILE = "_version_"
 MANIFEST_PREFIX = "manifest_"
@@ -125,3 +125,33 @@ def latest_manifest(storage: Storage, history: str) -> str | None:
         and status.name[len(MANIFEST_PREFIX):].isdigit()
     ]
     return f"{MANIFEST_PREFIX}{max(versions)}" if versions else None
+
+
+def history_rows(storage: Storage, history: str) -> list[dict[str, object]]:
+    """Every row of the latest snapshot of the LSM history (``instantTime``,
+    ``completionTime``, ``action``, ``metadata``, ``plan``), by instant time; [] without one.
+
+    Raises:
+        CorruptTableError: the manifest or a history file is malformed (names the file).
+    """
+    name = latest_manifest(storage, history)
+    if name is None:
+        return []
+    rel = posixpath.join(history, name)
+    try:
+        files = [str(e["fileName"]) for e in json.loads(storage.read_bytes(rel))["files"]]
+    except (ValueError, KeyError, TypeError, FileNotFoundError) as exc:
+        raise CorruptTableError(
+            f"archived timeline manifest {storage.uri(rel)} is not valid ({exc}); restore it "
+            "from a backup") from exc
+    rows: list[dict[str, object]] = []
+    for file_name in files:
+        path = posixpath.join(history, file_name)
+        try:
+            with storage.open_input_file(path) as source:
+                rows.extend(pq.read_table(source, columns=[
+                    "instantTime", "completionTime", "action", "metadata", "plan"]).to_pylist())
+        except (OSError, KeyError, ValueError) as exc:
+            raise CorruptTableError(
+                f"archived timeline file {storage.uri(path)} cannot be read ({exc})") from exc
+    return sorted(rows, key=lambda r: str(r.get("instantTime") or ""))

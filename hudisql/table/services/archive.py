@@ -34,8 +34,9 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from hudisql.errors import TableServiceError
+from hudisql.errors import CorruptTableError, TableServiceError
 from hudisql.table.format.archive_format import (
     ArchivedEntry,
     archive_file_name,
@@ -44,7 +45,9 @@ from hudisql.table.format.archive_format import (
     entry_record,
     read_archive_file,
 )
+from hudisql.table.format.commit_metadata import AVRO_MAGIC, read_avro_container
 from hudisql.table.format.instant import WRITE_ACTIONS, Action, Instant, State
+from hudisql.table.format.lsm_timeline import history_rows
 from hudisql.table.format.service_plans import CleanMetadata, int_setting
 from hudisql.table.format.timeline import Timeline
 from hudisql.table.io.storage import Storage
@@ -290,6 +293,10 @@ class ArchivedTimeline:
         self.storage = storage
         self.active = active
         entries: dict[tuple[str, str], ArchivedEntry] = {}
+        if active.props.timeline_layout >= 2:
+            self.entries = [e for e in _history_entries(storage, active)
+                            if active.get(e.timestamp) is None]
+            return
         for _, rel in archive_files(storage, active.props.archive_dir):
             for entry in read_archive_file(storage, rel):
                 if active.get(entry.timestamp) is not None:
@@ -316,6 +323,30 @@ class ArchivedTimeline:
         """The completed archived entries (of ``actions``, if given), oldest first."""
         return [e for e in self.entries
                 if e.state == State.COMPLETED and (actions is None or e.action in actions)]
+
+
+def _history_entries(storage: Storage, active: Timeline) -> list[ArchivedEntry]:
+    """A version 8/9 table's archived instants (its LSM history), as completed entries
+    whose records hold what version 6's archive holds for them (the commit metadata)."""
+    entries = []
+    for row in history_rows(storage, active.props.archive_dir):
+        ts, action = str(row["instantTime"]), str(row["action"])
+        record: dict[str, Any] = {"commitTime": ts, "actionType": action,
+                                  "actionState": State.COMPLETED.value,
+                                  "completionTime": row.get("completionTime")}
+        metadata = row.get("metadata")
+        if isinstance(metadata, bytes) and metadata.startswith(AVRO_MAGIC) and action in (
+                Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT):
+            key = ("hoodieReplaceCommitMetadata" if action == Action.REPLACECOMMIT
+                   else "hoodieCommitMetadata")
+            try:
+                record[key] = dict(read_avro_container(metadata)[1])
+            except ValueError as exc:
+                raise CorruptTableError(
+                    f"archived instant {ts}.{action} of table {storage.base_uri}: its metadata "
+                    f"in the history is malformed ({exc})") from exc
+        entries.append(ArchivedEntry(ts, action, State.COMPLETED, record))
+    return entries
 
 
 def _base_action(action: str) -> str:
