@@ -104,6 +104,11 @@ class HFileRecords:
         value = self.hfile.get(key)
         return None if value is None else self._decode(key, value)
 
+    def get_many(self, keys: Iterable[str]) -> Iterator[Record]:
+        """The records of those ``keys`` the file holds, in key order (each block read once)."""
+        for key, value in self.hfile.get_many(keys):
+            yield self._decode(key, value)
+
     def with_prefix(self, prefix: str) -> Iterator[Record]:
         """The records whose key starts with ``prefix``, in key order."""
         for key, value in self.hfile.scan_prefix(prefix):

@@ -1,10 +1,12 @@
 """Merged reads of metadata partitions: by key, by key prefix, or whole.
 
-A file group's latest slice is its base file (read with the wanted keys pushed into the
-parquet scan) and its log files, whose blocks count only when the metadata instant is one a
-reader sees (:class:`hudisql.metadata.table.MetadataTable`): completed here and valid on the
-data timeline. Records merge by :func:`hudisql.metadata.records.merge_records`; a delete
-block removes its keys.
+A file group's latest slice is its base file (an HFile looked up by key or scanned by
+prefix through its block index; a parquet base file of an earlier hudisql read with the
+wanted keys pushed into the scan) and its log files, whose blocks (HFILE_DATA, or Avro in
+an earlier hudisql's metadata table) count only when the metadata instant is one a reader
+sees (:class:`hudisql.metadata.table.MetadataTable`): completed here and valid on the data
+timeline. Records merge by :func:`hudisql.metadata.records.merge_records`; a delete block
+removes its keys.
 """
 
 from __future__ import annotations
@@ -15,12 +17,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from hudisql.errors import MetadataTableError
-from hudisql.metadata import schema as S
-from hudisql.metadata.arrow_records import with_payloads
-from hudisql.metadata.avro import block_records
+from hudisql.metadata.formats import base_file_records, data_block_records
 from hudisql.metadata.partitions import (
     MetadataPartitionType,
     file_group_indexes,
@@ -123,11 +122,8 @@ def merge_slice(
     keep = key_filter.keep
     storage = mdt.storage
     if file_slice.base_file is not None:
-        table = pq.read_table(
-            storage.open_input_file(posixpath.join(partition, file_slice.base_file)),
-            filters=key_filter.expression(),
-        )
-        for record in S.from_parquet_rows(with_payloads(table)):
+        rel = posixpath.join(partition, file_slice.base_file)
+        for record in base_file_records(storage, rel, key_filter):
             merged[record["key"]] = record
     blocks: list[LogBlockInfo] = []
     contents: dict[str, bytes] = {}
@@ -143,12 +139,7 @@ def merge_slice(
                 if deleted.record_key is not None and keep(deleted.record_key):
                     merged.pop(deleted.record_key, None)
             continue
-        if block.block_type != BlockType.AVRO_DATA:
-            raise MetadataTableError(
-                f"metadata log file {block.log_file} holds a {block.block_type.name} block; "
-                "hudisql writes Avro data blocks in its metadata table"
-            )
-        for record in block_records(data, block, keep):
+        for record in data_block_records(data, block, keep):
             key = record["key"]
             older = merged.get(key)
             merged[key] = record if older is None else merge_records(older, record)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hudisql.errors import MetadataTableError
-from hudisql.metadata.avro import block_records
+from hudisql.metadata.formats import data_block_records
 from hudisql.metadata.keys import RecordLocation, secondary_index_key, secondary_key_prefix
 from hudisql.metadata.partitions import file_group_index
 from hudisql.metadata.records import (
@@ -50,7 +50,8 @@ def test_initialize_creates_every_file_group_up_front(mor_table: HudiTable) -> N
     assert mdt.reload().timeline.get(ts).is_inflight
     assert mdt.storage.is_file("record_index/.hoodie_partition_metadata")
     props = mdt.properties
-    assert props["hoodie.metadata.base.file.format"] == "parquet"
+    assert props["hoodie.table.base.file.format"] == "HFILE" == mdt.base_format
+    assert "hoodie.metadata.base.file.format" not in props
     assert props.record_key_fields == ["key"] and props.is_mor
     with pytest.raises(MetadataTableError, match="initialized already"):
         mdt.initialize_partition("record_index", 4, ts)
@@ -67,10 +68,10 @@ def test_records_go_to_the_file_group_of_their_key(mor_table: HudiTable) -> None
         if name is None:
             continue
         for block in scan_log_file(mdt.storage, status.path):
-            if block.instant_time == ts and block.block_type.name == "AVRO_DATA":
+            if block.instant_time == ts and block.block_type.name == "HFILE_DATA":
                 index = int(name.file_id.split("-")[2])
                 data = mdt.storage.read_bytes(status.path)
-                found = {file_group_index(r["key"], 3) for r in block_records(data, block)}
+                found = {file_group_index(r["key"], 3) for r in data_block_records(data, block)}
                 assert found == {index}
     got = mdt.read_partition("record_index", keys=["key3", "key7", "nope"])
     assert set(got) == {"key3", "key7"}
@@ -217,7 +218,7 @@ def test_secondary_lookup_by_value_reads_the_value_file_group(mor_table: HudiTab
             continue
         data = mdt.storage.read_bytes(status.path)
         for block in scan_log_file(mdt.storage, status.path):
-            if block.block_type.name == "AVRO_DATA":
-                for r in block_records(data, block):
+            if block.block_type.name == "HFILE_DATA":
+                for r in data_block_records(data, block):
                     owners.setdefault(r["key"].split("$")[0], set()).add(name.file_id)
     assert all(len(groups) == 1 for groups in owners.values())

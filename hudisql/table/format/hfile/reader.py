@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Protocol
@@ -199,6 +199,25 @@ class HFileReader:
             if row > wanted:
                 return None
         return None
+
+    def get_many(self, keys: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """The (key, value) pairs of those ``keys`` the file holds, in key order.
+
+        Each block is read and decoded once however many wanted keys it holds (a lookup
+        of many keys, such as an upsert's tagging, walks the file once).
+        """
+        wanted = sorted({k.encode("utf-8") for k in keys})
+        current, records, position = -1, [], 0
+        for row in wanted:
+            block = bisect.bisect_right(self._first_keys, row) - 1
+            if block < 0:
+                continue
+            if block != current:
+                current, records, position = block, self.block_records(block), 0
+            while position < len(records) and records[position][0] < row:
+                position += 1
+            if position < len(records) and records[position][0] == row:
+                yield row.decode("utf-8"), records[position][1]
 
     def scan_prefix(self, prefix: str) -> Iterator[tuple[str, bytes]]:
         """Every (key, value) pair whose key starts with ``prefix``, in key order.
