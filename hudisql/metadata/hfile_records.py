@@ -99,6 +99,12 @@ class HFileRecords:
         for key, value in self.hfile.items():
             yield self._decode(key, value)
 
+    def matching(self, keep: Callable[[str], bool]) -> Iterator[Record]:
+        """The records whose key ``keep`` accepts, in key order (the others not decoded)."""
+        for key, value in self.hfile.items():
+            if keep(key):
+                yield self._decode(key, value)
+
     def get(self, key: str) -> Record | None:
         """The record of ``key``, or None."""
         value = self.hfile.get(key)
@@ -174,4 +180,6 @@ def hfile_block_records(
     content = data[block.content_position:block.content_position + block.content_length]
     records = HFileRecords(content, f"the HFILE_DATA block at byte {block.position} of "
                                     f"{block.log_file}")
-    return [r for r in records if keep is None or keep(r["key"])]
+    if keep is None:
+        return list(records)
+    return list(records.matching(keep))
