@@ -103,6 +103,23 @@ def test_hudi_rs_reads_the_table_through_hudisql_hfiles_and_refuses_a_damaged_on
         assert HFileRecords(encode_hfile(fixture[path.name], schema_text=schema),
                             str(path)).hfile.file_info["schema"] == schema.encode()
         path.write_bytes(data)
+    # Every HFILE_DATA log block too, as hudisql's deltacommits write them (the header kept).
+    from hudisql.metadata.formats import HFILE, data_block_records, encode_data_block
+    from hudisql.table.format.log.reader import scan_blocks
+
+    rewritten_blocks = 0
+    for log in sorted((rewritten / ".hoodie" / "metadata").glob("*/.*.log.*")):
+        data = log.read_bytes()
+        parts = []
+        for block in scan_blocks(data, log.name):
+            raw = data[block.position:block.position + block.length]
+            if block.block_type.name == "HFILE_DATA":
+                records = data_block_records(data, block)
+                raw = encode_data_block(HFILE, dict(block.header), records)
+                rewritten_blocks += 1
+            parts.append(raw)
+        log.write_bytes(b"".join(parts))
+    assert rewritten_blocks > 10
     assert _rs_view(rewritten) == expected
     assert len(expected[1]) == 12
 
