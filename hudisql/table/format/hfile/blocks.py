@@ -22,6 +22,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from enum import Enum, IntEnum
+from typing import cast
 
 from isal import isal_zlib
 
@@ -46,6 +47,9 @@ BYTES_PER_CHECKSUM = 16384
 _CHECKSUM_SIZE = 4
 _CHECKSUM_NULL = 0
 _HEADER = struct.Struct(">8siiqBii")
+#: What a damaged deflate stream raises (ISA-L's stubs type its error class as an instance).
+_INFLATE_ERRORS: tuple[type[Exception], ...] = (
+    zlib.error, cast("type[Exception]", isal_zlib.error))
 
 
 class BlockType(Enum):
@@ -203,7 +207,7 @@ def _decompress(payload: bytes, codec: Codec, expected: int, where: str) -> byte
     try:
         decoder = isal_zlib.decompressobj(16 + isal_zlib.MAX_WBITS)
         raw = decoder.decompress(payload, expected + 1)
-    except (isal_zlib.error, zlib.error) as exc:
+    except _INFLATE_ERRORS as exc:
         raise CorruptTableError(f"{where} does not decompress (GZ): {exc}") from None
     if len(raw) != expected or not decoder.eof:
         raise CorruptTableError(
