@@ -234,9 +234,11 @@ def encode_data_block(base_format: str, header: dict[HeaderKey, str],
 
 
 def data_block_records(data: bytes, block: LogBlockInfo,
-                       keep: Callable[[str], bool] | None = None) -> list[Record]:
+                       keep: Callable[[str], bool] | None = None,
+                       keys: Iterable[str] | None = None) -> list[Record]:
     """The records of a metadata log data block (AVRO_DATA or HFILE_DATA), only those whose
-    key ``keep`` accepts.
+    key ``keep`` accepts (``keys``: the only keys ``keep`` accepts, if known: an HFILE_DATA
+    block is then looked up by key).
 
     Raises:
         MetadataTableError: another block type, or records that do not decode.
@@ -245,7 +247,7 @@ def data_block_records(data: bytes, block: LogBlockInfo,
     if block.block_type == BlockType.AVRO_DATA:
         return block_records(data, block, keep)
     if block.block_type == BlockType.HFILE_DATA:
-        return hfile_block_records(data, block, keep)
+        return hfile_block_records(data, block, keep, keys)
     raise MetadataTableError(
         f"metadata log file {block.log_file} holds a {block.block_type.name} block; a "
         "metadata table's data blocks are AVRO_DATA or HFILE_DATA")

@@ -166,9 +166,10 @@ def encode_hfile(
 
 def hfile_block_records(
     data: bytes, block: LogBlockInfo, keep: Callable[[str], bool] | None = None,
+    keys: Iterable[str] | None = None,
 ) -> list[Record]:
     """The records of an HFILE_DATA log block (its content is a whole HFile), only those
-    whose key ``keep`` accepts.
+    whose key ``keep`` accepts (looked up by key when ``keys`` lists all it accepts).
 
     Raises:
         MetadataTableError: not an HFILE_DATA block, or a record that does not decode.
@@ -182,4 +183,6 @@ def hfile_block_records(
                                     f"{block.log_file}")
     if keep is None:
         return list(records)
+    if keys is not None:
+        return [r for r in records.get_many(keys) if keep(r["key"])]
     return list(records.matching(keep))

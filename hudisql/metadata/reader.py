@@ -90,8 +90,12 @@ def read_partition(
     wanted = None if keys is None else set(keys)
     starts = None if prefixes is None else tuple(prefixes)
     groups: Iterable[int] = range(len(ids))
+    by_group: dict[int, set[str]] = {}
     if wanted is not None:
-        groups = sorted({int(i) for i in spec.route(sorted(wanted), len(ids))})
+        ordered = sorted(wanted)
+        for key, index in zip(ordered, spec.route(ordered, len(ids)).tolist(), strict=True):
+            by_group.setdefault(int(index), set()).add(key)
+        groups = sorted(by_group)
     elif starts and spec.kind == MetadataPartitionType.SECONDARY_INDEX and all(
             _is_value_part(p) for p in starts):
         # All entries of one value live in the file group of its value part.
@@ -101,7 +105,9 @@ def read_partition(
     key_filter = KeyFilter(wanted, starts)
     merged: dict[str, Record] = {}
     for index in groups:
-        merge_slice(mdt, partition, slices[ids[index]], visible, key_filter, merged)
+        # Each file group is asked only for the keys that route to it.
+        here = key_filter if wanted is None else KeyFilter(by_group[index], starts)
+        merge_slice(mdt, partition, slices[ids[index]], visible, here, merged)
     return merged
 
 
@@ -139,7 +145,7 @@ def merge_slice(
                 if deleted.record_key is not None and keep(deleted.record_key):
                     merged.pop(deleted.record_key, None)
             continue
-        for record in data_block_records(data, block, keep):
+        for record in data_block_records(data, block, keep, key_filter.keys):
             key = record["key"]
             older = merged.get(key)
             merged[key] = record if older is None else merge_records(older, record)
