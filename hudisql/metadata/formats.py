@@ -141,8 +141,8 @@ def hfile_values(rows: pa.Table, encoder: RecordEncoder) -> pa.Array:
             and rows.column(payloads[0]).null_count == 0:
         name = payloads[0]
         struct = rows.column(name).combine_chunks()
-        leaves = [rows.column("type").combine_chunks(),
-                  *(struct.field(i) for i in range(struct.type.num_fields))]
+        # flatten, not field(i): a sliced struct array's children keep the whole range.
+        leaves = [rows.column("type").combine_chunks(), *struct.flatten()]
         dense, first = _dense_codes(leaves)
         sample = S.from_parquet_rows(with_payloads(rows.take(pa.array(first))))
         encoded = pa.array([encoder.encode({**r, "key": ""}) for r in sample], pa.binary())
