@@ -112,6 +112,30 @@ def test_security(served: Served) -> None:
         assert conn.execute("SELECT count(*) FROM trips").fetchone() == (4,)
 
 
+def test_tls_required(served: Served) -> None:
+    import dataclasses
+
+    import psycopg
+
+    from hudisql.server import PgServer
+
+    # A second server on the same session, configured to require TLS.
+    config = dataclasses.replace(served.server.config, port=0,  # type: ignore[attr-defined]
+                                 tls_required=True)
+    with psycopg.connect(served.dsn(), autocommit=True) as other, PgServer(
+            config, hudi=served.hudi) as strict:
+        port = str(strict.port)
+        with pytest.raises(psycopg.OperationalError,
+                           match="this server requires TLS: connect with sslmode=require"):
+            psycopg.connect(served.dsn(port=port))  # sslmode=disable
+        with psycopg.connect(served.dsn(port=port, sslmode="require")) as conn:
+            assert conn.pgconn.ssl_in_use
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        # The refusal reached only that client: this server and the other one still answer.
+        assert other.execute("SELECT 2").fetchone() == (2,)
+        assert strict.running_statements() == {}
+
+
 def test_sqlalchemy_inspector_and_pandas(served: Served) -> None:
     import pandas as pd
     import sqlalchemy as sa
@@ -133,16 +157,36 @@ def test_sqlalchemy_inspector_and_pandas(served: Served) -> None:
 
 
 def test_pgjdbc(served: Served, tmp_path: Path) -> None:
+    from tests.server.test_serve_faults import LONG_QUERY, wait_until
+
     jar = Path("/usr/share/java/postgresql.jar")
     source = Path(__file__).with_name("PgJdbcClient.java")
     assert jar.exists(), "scripts/clients.sh install puts the JDBC driver there"
     subprocess.run(["javac", "-cp", str(jar), "-d", str(tmp_path), str(source)], check=True,
                    timeout=120)
-    done = subprocess.run(
+    client = subprocess.Popen(
         ["java", "-cp", f"{jar}:{tmp_path}", "PgJdbcClient", str(served.port), "alice",
-         PASSWORD], capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+         PASSWORD, LONG_QUERY], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout is not None and client.stdin is not None
+        printed = []
+        for line in client.stdout:
+            printed.append(line)
+            if line.startswith("long query: "):
+                break
+        assert printed and printed[-1].startswith("long query: "), client.communicate()
+        # Statement.cancel() once the server runs the long query (it would run for hours).
+        running = served.server.running_statements  # type: ignore[attr-defined]
+        wait_until(lambda: LONG_QUERY in running().values())
+        client.stdin.write("cancel\n")
+        client.stdin.flush()
+        out, err = client.communicate(timeout=120)
+    finally:
+        client.kill()
+    assert client.returncode == 0, err
+    lines = dict(line.split(": ", 1) for line in "".join([*printed, out]).splitlines()
+                 if ": " in line)
     assert "trips," in lines["tables"]
     assert "fare:float8" in lines["columns"] and "uuid:text" in lines["columns"]
     assert lines["filtered"] == "b=27.7,c=33.0,"
@@ -150,6 +194,7 @@ def test_pgjdbc(served: Served, tmp_path: Path) -> None:
     assert lines["create index"] == "ok"
     assert int(lines["timeline"]) >= 2
     assert lines["parse error"] == "42601 at 18"
+    assert lines["cancel"] == "57014"
     assert lines["after cancel"] == "1"
 
 
