@@ -60,6 +60,8 @@ def frame_batches(frame: DataFrame, local: bool = False) -> Iterator[pa.RecordBa
         columns = [pa.array([_plain(r[i]) for r in rows]) for i in range(len(names))]
         yield pa.RecordBatch.from_arrays(columns, names=names)
         return
+    # PostgreSQL results may repeat a name (``SELECT n.oid, n.*``); Arrow structs may not.
+    frame = frame.toDF(*(f"c{i}" for i in range(len(frame.columns))))
     packed = frame.mapInArrow(_to_ipc, StructType([StructField("ipc", BinaryType(), False)]))
     for row in packed.toLocalIterator(prefetchPartitions=True):
         with pa.ipc.open_stream(row[0]) as reader:

@@ -23,6 +23,7 @@ from hudisql.server.pgcatalog import (
     DATABASE,
     INFORMATION_SCHEMA,
     PG_CATALOG_OID,
+    proc_oid,
     regclass_oid,
 )
 from hudisql.server.types import DISPLAY_NAMES, sql_string
@@ -164,6 +165,7 @@ def translate(text: str, ctx: TranslationContext) -> Translation:
     Raises:
         sqlglot.errors.ParseError: the text is not PostgreSQL SQL either.
     """
+    text = _quote_keyword_labels(text)
     tree: exp.Expression = sqlglot.parse_one(text, read="postgres")  # type: ignore[assignment]
     _check_nothing_dropped(text, tree)
     views: set[str] = set()
@@ -174,6 +176,26 @@ def translate(text: str, ctx: TranslationContext) -> Translation:
         select.set("expressions", [_named(e) for e in select.expressions])
     tree = _post_order(tree, lambda node: _rewrite(node, ctx, views))
     return Translation(tree.sql(dialect="spark"), frozenset(views))
+
+
+#: ``expr AS select``: PostgreSQL takes any keyword as a column label after AS (Metabase
+#: names columns ``select``, ``insert``, ``update``, ``delete``); sqlglot does not, so these
+#: labels are quoted first. Only where a label ends (``,``, ``)``, FROM, the end), so
+#: ``CREATE TABLE t AS SELECT ...`` is left alone.
+_KEYWORD_LABEL = re.compile(
+    r"\bAS(\s+)(SELECT|INSERT|UPDATE|DELETE|TABLE|FROM|WHERE|ORDER|GROUP|LIMIT|OFFSET|"
+    r"UNION|ALL|ANY|CHECK|COLUMN|DEFAULT|USER|ROLE|SCHEMA|TYPE|KEY|VALUE|NAME)"
+    r"(?=\s*(?:,|\)|$|\bFROM\b))", re.I)
+
+
+def _quote_keyword_labels(text: str) -> str:
+    pieces = []
+    for start, end, code in _scan(text):
+        piece = text[start:end]
+        if code:
+            piece = _KEYWORD_LABEL.sub(lambda m: f'AS{m.group(1)}"{m.group(2).lower()}"', piece)
+        pieces.append(piece)
+    return "".join(pieces)
 
 
 def _words(text: str) -> list[str]:
@@ -303,6 +325,9 @@ def _cast(node: exp.Cast, ctx: TranslationContext) -> exp.Expression:
                 f"{ctx.current_schema}.{text}"
             return exp.Literal.number(regclass_oid(qualified) or 0)
         return exp.cast(node.this, "INT")
+    if name in ("REGPROC", "REGPROCEDURE") and isinstance(node.this, exp.Literal) \
+            and node.this.is_string:
+        return exp.Literal.number(proc_oid(node.this.name.split("(")[0]))
     if name in ("REGPROC", "REGPROCEDURE", "NAME", "REGNAMESPACE", "REGROLE"):
         return exp.cast(node.this, "STRING")
     if name == "REGTYPE":
@@ -342,7 +367,8 @@ _NULL_FUNCTIONS = {"obj_description", "col_description", "shobj_description", "p
 
 
 def _function(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
-    if isinstance(node, exp.CurrentSchemas):
+    if isinstance(node, exp.CurrentSchemas) or (  # pg_catalog.current_schemas(): Anonymous
+            isinstance(node, exp.Anonymous) and node.name.lower() == "current_schemas"):
         schemas = ["pg_catalog", ctx.current_schema]
         return exp.Array(expressions=[exp.Literal.string(s) for s in schemas])
     if isinstance(node, exp.CurrentVersion):

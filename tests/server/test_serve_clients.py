@@ -60,6 +60,10 @@ def test_psycopg(served: Served) -> None:
         assert cur.statusmessage == "CREATE INDEX"
         timeline = conn.execute("SHOW TIMELINE trips").fetchall()
         assert len(timeline) >= 2
+        # As a tool wraps custom SQL: the statement's rows read as a table.
+        wrapped = conn.execute("SELECT count(*) FROM (SHOW TIMELINE trips) AS q "
+                               "WHERE q.action IS NOT NULL LIMIT 10").fetchall()
+        assert wrapped == [(len(timeline),)]
         with pytest.raises(psycopg.errors.SyntaxError) as caught:
             conn.execute("SELECT * FROM trips WHERE )")
         assert caught.value.diag.statement_position == "27"

@@ -14,6 +14,7 @@ import sqlglot.errors
 
 from hudisql.server import guard
 from hudisql.server.auth import ScramExchange, parse_user, scram_verifier
+from hudisql.server.pgcatalog import PROC_OIDS
 from hudisql.server.sqlstate import ServerError
 from hudisql.server.sqltext import (
     TranslationContext,
@@ -52,8 +53,8 @@ def test_bind_parameters() -> None:
     ("SELECT version()", "SELECT 'PostgreSQL 16.0 (hudisql)' AS version"),
     ("SELECT * FROM pg_catalog.pg_class c LIMIT ALL", "SELECT * FROM pg_class AS c"),
     ("SELECT 'pg_class'::regclass", "SELECT 1259"),
-    ("SELECT typinput = 'array_in'::regproc FROM pg_type",
-     "SELECT typinput = CAST('array_in' AS STRING) FROM pg_type"),
+    ("SELECT typinput = 'pg_catalog.array_in'::regproc FROM pg_type",
+     f"SELECT typinput = {PROC_OIDS['array_in']} FROM pg_type"),
     ("SELECT x::text FROM t", "SELECT CAST(x AS STRING) FROM t"),
     ("SELECT 1 WHERE n.nspname OPERATOR(pg_catalog.~) '^a$' COLLATE pg_catalog.default",
      "SELECT 1 WHERE n.nspname RLIKE '^a$'"),
@@ -183,3 +184,27 @@ def test_cancel_interrupts_until_the_statement_ends() -> None:
     count = len(interrupts)
     with statement.run("SELECT next"):  # the next statement is never interrupted
         assert len(interrupts) == count
+
+
+@pytest.mark.parametrize(("text", "inner"), [
+    ("SELECT * FROM (SHOW TIMELINE t) AS q LIMIT 10", ["SHOW TIMELINE t"]),
+    ("SELECT count(*) FROM ( call show_commits(table => 't', limit => 5) ) q",
+     [" call show_commits(table => 't', limit => 5) "]),
+    ("SELECT a.x FROM (SHOW INDEXES ON a) a JOIN (SHOW TIMELINE b) b ON a.x = b.x",
+     ["SHOW INDEXES ON a", "SHOW TIMELINE b"]),
+    ("SELECT '(SHOW TIMELINE t)' FROM t -- (SHOW TIMELINE t)", []),
+    ("(SHOW TIMELINE t)", []),  # the statement itself: runs as it is
+    ("SELECT * FROM (SELECT 1) q", []),
+])
+def test_row_statements_in_subqueries(text: str, inner: list[str]) -> None:
+    from hudisql.server.rowstatements import inline_row_statements, row_statements
+
+    assert [text[s:e] for s, e in row_statements(text)] == inner
+    held: list[tuple[str, str]] = []
+    rewritten = inline_row_statements(text, lambda s, v: held.append((s, v)))
+    assert [s for s, _ in held] == inner
+    if inner:
+        assert rewritten is not None and "SELECT * FROM __hudisql_rows_0" in rewritten
+        assert rewritten.startswith(text[:row_statements(text)[0][0]])
+    else:
+        assert rewritten is None
