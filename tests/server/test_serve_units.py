@@ -208,3 +208,28 @@ def test_row_statements_in_subqueries(text: str, inner: list[str]) -> None:
         assert rewritten.startswith(text[:row_statements(text)[0][0]])
     else:
         assert rewritten is None
+
+
+@pytest.mark.parametrize("fmt", [0, 1])
+def test_encode_rows_matches_row_by_row(fmt: int) -> None:
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from hudisql.server import wire
+    from hudisql.server.datarows import encode_rows
+    from hudisql.server.types import encode_column
+
+    batch = pa.RecordBatch.from_arrays([
+        pa.array([1, None, -3, 2**40]), pa.array([1.5, None, float("nan"), float("-inf")]),
+        pa.array(["a", None, "", "héllo"]), pa.array([True, False, None, True]),
+        pa.array([dt.date(2020, 1, 2), None, dt.date(1999, 1, 1), dt.date(2000, 1, 1)]),
+        pa.array([decimal.Decimal("1.50"), None, decimal.Decimal("-2"), decimal.Decimal("0")]),
+        pa.array([1, 2, None, 4], pa.int32()), pa.array([b"\x00x", None, b"", b"z"]),
+        pa.array([0.5, 33.0, None, -0.25], pa.float32()),
+    ], names=list("abcdefghi"))
+    oids = [20, 701, 25, 16, 1082, 1700, 23, 17, 700]
+    for part in (batch, batch.slice(1, 2)):
+        columns = [encode_column(part.column(i), oid, fmt) for i, oid in enumerate(oids)]
+        expected = b"".join(wire.data_row(list(row)) for row in zip(*columns, strict=True))
+        assert encode_rows(part, oids, [fmt] * len(oids)) == expected
