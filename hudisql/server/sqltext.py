@@ -289,7 +289,33 @@ def _rewrite(node: exp.Expression, ctx: TranslationContext, views: set[str]) -> 
         return collated
     if isinstance(node, exp.Operator):
         return _operator(node)
+    if isinstance(node, exp.Array) and len(node.expressions) == 1 \
+            and isinstance(node.expressions[0], exp.Select):
+        return _array_of_subquery(node.expressions[0])
     return _function(node, ctx)
+
+
+def _array_of_subquery(select: exp.Select) -> exp.Expression:
+    """``ARRAY(SELECT x FROM ... [ORDER BY 1])`` (psql's ``\\d``), which Spark lacks, as the
+    scalar subquery ``(SELECT [array_sort](collect_list(x)) FROM ...)``. Only an order by the
+    collected value itself (ascending) is kept; any other order has no Spark equivalent
+    here, so the statement is left for Spark to refuse."""
+    if len(select.expressions) != 1 or select.args.get("limit") or select.args.get("group"):
+        return exp.Array(expressions=[select])
+    item = select.expressions[0].unalias()
+    collected: exp.Expression = exp.Anonymous(this="collect_list", expressions=[item.copy()])
+    order = select.args.get("order")
+    if order is not None:
+        keys = order.expressions
+        by_item = all(not k.args.get("desc") and (
+            k.this == item or (isinstance(k.this, exp.Literal) and k.this.name == "1"))
+            for k in keys)
+        if not by_item:
+            return exp.Array(expressions=[select])
+        collected = exp.Anonymous(this="array_sort", expressions=[collected])
+        select.set("order", None)
+    select.set("expressions", [collected])
+    return exp.Subquery(this=select)
 
 
 _OPERATORS: dict[str, Callable[[exp.Expression, exp.Expression], exp.Expression]] = {
