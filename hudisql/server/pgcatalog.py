@@ -151,7 +151,8 @@ SCHEMAS: dict[str, str] = {
     "pg_publication": (
         "oid INT, pubname STRING, pubowner INT, puballtables BOOLEAN, pubinsert BOOLEAN,"
         " pubupdate BOOLEAN, pubdelete BOOLEAN, pubtruncate BOOLEAN, pubviaroot BOOLEAN"),
-    "pg_publication_rel": "oid INT, prpubid INT, prrelid INT, prqual STRING",
+    "pg_publication_rel": (
+        "oid INT, prpubid INT, prrelid INT, prqual STRING, prattrs ARRAY<SMALLINT>"),
     "pg_publication_namespace": "oid INT, pnpubid INT, pnnspid INT",
     "pg_trigger": (
         "oid INT, tgrelid INT, tgparentid INT, tgname STRING, tgfoid INT, tgtype SMALLINT,"
@@ -209,6 +210,10 @@ SCHEMAS: dict[str, str] = {
         " is_updatable STRING"),
 }
 
+#: The emulated tables' array columns (``polroles``, ``conkey``, ...), by name.
+ARRAY_COLUMNS = frozenset(
+    column.split()[0] for ddl in SCHEMAS.values() for column in ddl.split(", ")
+    if "ARRAY<" in column)
 #: Names a statement may use for the emulated tables, mapped to their view names.
 CATALOG_TABLES = {name: name for name in SCHEMAS if name.startswith("pg_")}
 INFORMATION_SCHEMA = {name.removeprefix("information_schema_"): name

@@ -19,6 +19,7 @@ import sqlglot.errors
 from sqlglot import exp
 
 from hudisql.server.pgcatalog import (
+    ARRAY_COLUMNS,
     CATALOG_TABLES,
     DATABASE,
     INFORMATION_SCHEMA,
@@ -289,10 +290,33 @@ def _rewrite(node: exp.Expression, ctx: TranslationContext, views: set[str]) -> 
         return collated
     if isinstance(node, exp.Operator):
         return _operator(node)
+    if isinstance(node, (exp.EQ, exp.NEQ)):
+        return _array_literals(node)
     if isinstance(node, exp.Array) and len(node.expressions) == 1 \
             and isinstance(node.expressions[0], exp.Select):
         return _array_of_subquery(node.expressions[0])
     return _function(node, ctx)
+
+
+_ARRAY_TEXT = re.compile(r"^\{([^{}\"]*)\}$")
+
+
+def _array_literals(node: exp.Expression) -> exp.Expression:
+    """``col = '{0}'`` for an array column of the emulated catalog: PostgreSQL reads the
+    array's text form; Spark needs an array (of numbers when every element is one)."""
+    for side, other in (("this", "expression"), ("expression", "this")):
+        value, column = node.args.get(side), node.args.get(other)
+        if not (isinstance(column, exp.Column) and column.name.lower() in ARRAY_COLUMNS):
+            continue  # a text column compared with text that looks like an array
+        if isinstance(value, exp.Literal) and value.is_string:
+            match = _ARRAY_TEXT.match(value.name)
+            if match is None:
+                continue
+            items = [i.strip() for i in match.group(1).split(",") if i.strip()]
+            numeric = all(re.fullmatch(r"-?\d+", i) for i in items)
+            node.set(side, exp.Array(expressions=[
+                exp.Literal.number(i) if numeric else exp.Literal.string(i) for i in items]))
+    return node
 
 
 def _array_of_subquery(select: exp.Select) -> exp.Expression:
@@ -370,7 +394,8 @@ _SPARK_TYPES = {"TEXT": "STRING", "VARCHAR": "STRING", "NAME": "STRING", "BPCHAR
                 "BOOL": "BOOLEAN", "INT": "INT", "INTEGER": "INT", "SMALLINT": "SMALLINT",
                 "BIGINT": "BIGINT", "BOOLEAN": "BOOLEAN", "DOUBLE PRECISION": "DOUBLE",
                 "REAL": "FLOAT", "CHAR[]": "ARRAY<STRING>", "TEXT[]": "ARRAY<STRING>",
-                "NAME[]": "ARRAY<STRING>", "OID[]": "ARRAY<BIGINT>"}
+                "NAME[]": "ARRAY<STRING>", "OID[]": "ARRAY<BIGINT>", "INT2[]": "ARRAY<SMALLINT>",
+                "INT4[]": "ARRAY<INT>", "INT8[]": "ARRAY<BIGINT>"}
 
 _CONSTANT_FUNCTIONS: dict[str, Callable[[TranslationContext], exp.Expression]] = {
     "version": lambda c: exp.Literal.string(c.version),
@@ -389,6 +414,8 @@ _NULL_FUNCTIONS = {"obj_description", "col_description", "shobj_description", "p
                    "pg_get_constraintdef", "pg_get_indexdef", "pg_get_viewdef",
                    "pg_get_triggerdef", "pg_get_function_result",
                    "pg_get_function_arguments", "pg_get_partkeydef",
+                   "pg_get_statisticsobjdef_columns", "pg_get_statisticsobjdef",
+                   "pg_get_ruledef", "pg_get_partition_constraintdef",
                    "pg_relation_size", "pg_total_relation_size", "pg_get_serial_sequence"}
 
 

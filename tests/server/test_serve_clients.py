@@ -20,6 +20,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 def test_psql(served: Served) -> None:
     script = "\n".join([
         r"\dt default.*",
+        r"\d",
+        r"\dn",
+        r"\l",
         "SELECT uuid, fare FROM trips WHERE fare > 20 ORDER BY uuid;",
         "CREATE INDEX idx_psql ON trips (city);",
         "SELECT count(*) AS instants FROM (SELECT 1) x;",
@@ -34,6 +37,9 @@ def test_psql(served: Served) -> None:
     out, err = done.stdout, done.stderr
     # Other tests of this process may have left tables in default: the columns widen.
     assert re.search(r"\|\s*trips\s*\|\s*table\s*\|", out), out
+    assert out.count("List of relations") == 2  # \dt and \d
+    assert re.search(r"List of schemas\n.*\n-+\+-+\n(.*\n)*\s*default\s*\|", out), out
+    assert re.search(r"List of databases\n(.*\n)*\s*hudisql\s*\| alice\s*\| UTF8", out), out
     assert " b    | 27.7\n c    |   33" in out
     assert "CREATE INDEX" in out
     assert "deltacommit" in out or "commit" in out

@@ -64,6 +64,14 @@ def test_bind_parameters() -> None:
      "SELECT information_schema_tables.table_name FROM information_schema_tables"),
     ("SELECT current_user, current_schema()",
      "SELECT 'ana' AS current_user, 'default' AS current_schema"),
+    ("SELECT (pg_catalog.current_schemas(true))[1]",
+     "SELECT (ARRAY('pg_catalog', 'default'))[0]"),
+    ("SELECT 1 FROM pg_policy p WHERE p.polroles = '{0}' AND p.polname <> '{0}'",
+     "SELECT 1 FROM pg_policy AS p WHERE p.polroles = ARRAY(0) AND p.polname <> '{0}'"),
+    ("SELECT array(select rolname from pg_roles where oid = any (p.polroles) order by 1)",
+     "SELECT (SELECT ARRAY_SORT(COLLECT_LIST(rolname)) FROM pg_roles "
+     "WHERE EXISTS(p.polroles, x -> oid = x))"),
+    ("SELECT 1 AS select, 2 AS delete FROM t", 'SELECT 1 AS `select`, 2 AS `delete` FROM t'),
 ])
 def test_translate(postgres: str, spark: str) -> None:
     assert translate(postgres, CTX).sql == spark
