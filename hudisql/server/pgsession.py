@@ -321,6 +321,9 @@ class PgSession:
         if not words or words[0] not in ("SELECT", "WITH", "VALUES", "TABLE", "("):
             return None
         guard.check_allowed(text)
+        if self.read_only:
+            guard.check_read_only(text)
+        text = inline_row_statements(text, self._hold_rows) or text
         frame, _ = self._frame(text)
         return RowSource(frame_fields(frame), iter(()))
 
