@@ -37,6 +37,11 @@ CLASS_OIDS = {"pg_class": 1259, "pg_namespace": 2615, "pg_type": 1247, "pg_attri
               "pg_extension": 3079, "pg_am": 2601, "pg_attrdef": 2604, "pg_inherits": 2611}
 
 
+#: Temp views holding a row statement's rows for the query around it
+#: (:mod:`hudisql.server.rowstatements`): the server's, never listed.
+HELD_ROWS_PREFIX = "__hudisql_rows_"
+
+
 def stable_oid(*parts: str) -> int:
     """A stable OID (above the built-in range) for a schema or table name."""
     return 16384 + zlib.crc32("\x00".join(parts).encode("utf-8")) % 2_000_000_000
@@ -275,7 +280,7 @@ def relations(session: HudiSession) -> tuple[list[str], list[Relation]]:
         for table in spark.catalog.listTables(database):
             schema = table.namespace[0] if table.namespace else database
             if table.isTemporary:
-                if table.name in SCHEMAS:
+                if table.name in SCHEMAS or table.name.startswith(HELD_ROWS_PREFIX):
                     continue
                 schema = database
             if (schema, table.name) in seen or schema != database:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from hudisql.server.pgcatalog import HELD_ROWS_PREFIX
 from hudisql.server.sqltext import _scan
 
 #: ``(`` then SHOW or CALL: a hudisql row statement as a subquery.
 _OPENING = re.compile(r"\(\s*(?:SHOW|CALL)\b", re.I)
 #: The views the rows are held in, per connection; numbered within one statement.
-VIEW_PREFIX = "__hudisql_rows_"
+VIEW_PREFIX = HELD_ROWS_PREFIX
 
 
 def row_statements(text: str) -> list[tuple[int, int]]:

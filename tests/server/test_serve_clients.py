@@ -70,6 +70,8 @@ def test_psycopg(served: Served) -> None:
         wrapped = conn.execute("SELECT count(*) FROM (SHOW TIMELINE trips) AS q "
                                "WHERE q.action IS NOT NULL LIMIT 10").fetchall()
         assert wrapped == [(len(timeline),)]
+        listed = conn.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        assert not [t for t in listed if t[0].startswith("__hudisql")]  # held rows: unlisted
         with pytest.raises(psycopg.errors.SyntaxError) as caught:
             conn.execute("SELECT * FROM trips WHERE )")
         assert caught.value.diag.statement_position == "27"
