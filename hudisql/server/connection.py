@@ -72,6 +72,10 @@ class Connection:
         self.statements: dict[str, Prepared] = {}
         self.portals: dict[str, Portal] = {}
         self.skipping = False
+        #: A portal Described and not yet Executed: its statement stays "running" between
+        #: the two messages (a client's cancel in that gap would otherwise find no
+        #: statement and be lost, and the Execute would run to its end).
+        self._described: tuple[str, contextlib.ExitStack] | None = None
 
     # ------------------------------------------------------------------ output
 
@@ -113,6 +117,7 @@ class Connection:
             log.exception("connection %d failed", self.pid)
             self._fatal(to_pg_error(exc, None))
         finally:
+            self._end_described()
             if self.session is not None:
                 self.session.close()
             with contextlib.suppress(OSError):
@@ -375,14 +380,29 @@ class Connection:
         if not portal.text:
             self.emit(wire.NO_DATA)
             return
-        with self.session.statement.run(portal.text):  # commands run here: cancellable
-            try:
-                outcome = self._start(portal)
-            except Exception as exc:
-                self.fail(exc, portal.client_text, 0)
-                self.skipping = True
-                return
+        self._end_described()
+        running = contextlib.ExitStack()  # commands run here: cancellable
+        running.enter_context(self.session.statement.run(portal.text))
+        try:
+            outcome = self._start(portal)
+        except Exception as exc:
+            self.fail(exc, portal.client_text, 0)
+            running.close()
+            self.skipping = True
+            return
+        self._described = (name, running)
         self.emit(outcome.source.description() if outcome.source is not None else wire.NO_DATA)
+
+    def _end_described(self, portal: str | None = None) -> contextlib.ExitStack | None:
+        """The running statement a Describe of ``portal`` left open (for its Execute to
+        carry on); any other portal's is ended."""
+        described, self._described = self._described, None
+        if described is None:
+            return None
+        if described[0] == portal:
+            return described[1]
+        described[1].close()
+        return None
 
     def execute(self, reader: wire.Reader) -> None:
         """Execute a portal, up to a number of rows (0: all)."""
@@ -394,7 +414,7 @@ class Connection:
             self.emit(wire.EMPTY_QUERY)
             return
         assert self.session is not None
-        with self.session.statement.run(portal.text):
+        with self._end_described(name) or self.session.statement.run(portal.text):
             try:
                 outcome = self._start(portal)
                 if portal.done:
@@ -411,6 +431,7 @@ class Connection:
     def sync(self, reader: wire.Reader) -> None:
         """Sync: end of an extended-protocol batch; the implicit transaction's portals end."""
         assert self.session is not None
+        self._end_described()
         self.skipping = False
         if self.session.status == "I":
             for portal in self.portals.values():

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hudisql.server.types import BY_OID, PG_TYPES, pg_type_of
+from hudisql.server.types import BY_OID, PG_TYPES, PgType, pg_type_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,6 +35,11 @@ CLASS_OIDS = {"pg_class": 1259, "pg_namespace": 2615, "pg_type": 1247, "pg_attri
               "pg_description": 2609, "pg_index": 2610, "pg_roles": 1260,
               "pg_settings": 12000, "pg_range": 3541, "pg_enum": 3501,
               "pg_extension": 3079, "pg_am": 2601, "pg_attrdef": 2604, "pg_inherits": 2611}
+
+
+#: Temp views holding a row statement's rows for the query around it
+#: (:mod:`hudisql.server.rowstatements`): the server's, never listed.
+HELD_ROWS_PREFIX = "__hudisql_rows_"
 
 
 def stable_oid(*parts: str) -> int:
@@ -84,8 +89,8 @@ SCHEMAS: dict[str, str] = {
         "oid INT, typname STRING, typnamespace INT, typowner INT, typlen SMALLINT,"
         " typbyval BOOLEAN, typtype STRING, typcategory STRING, typispreferred BOOLEAN,"
         " typisdefined BOOLEAN, typdelim STRING, typrelid INT, typelem INT, typarray INT,"
-        " typinput STRING, typoutput STRING, typreceive STRING, typsend STRING,"
-        " typmodin STRING, typmodout STRING, typanalyze STRING, typalign STRING,"
+        " typinput INT, typoutput INT, typreceive INT, typsend INT,"
+        " typmodin INT, typmodout INT, typanalyze INT, typalign STRING,"
         " typstorage STRING, typnotnull BOOLEAN, typbasetype INT, typtypmod INT,"
         " typndims INT, typcollation INT, typdefaultbin STRING, typdefault STRING,"
         " typacl STRING, typsubscript STRING"),
@@ -151,7 +156,8 @@ SCHEMAS: dict[str, str] = {
     "pg_publication": (
         "oid INT, pubname STRING, pubowner INT, puballtables BOOLEAN, pubinsert BOOLEAN,"
         " pubupdate BOOLEAN, pubdelete BOOLEAN, pubtruncate BOOLEAN, pubviaroot BOOLEAN"),
-    "pg_publication_rel": "oid INT, prpubid INT, prrelid INT, prqual STRING",
+    "pg_publication_rel": (
+        "oid INT, prpubid INT, prrelid INT, prqual STRING, prattrs ARRAY<SMALLINT>"),
     "pg_publication_namespace": "oid INT, pnpubid INT, pnnspid INT",
     "pg_trigger": (
         "oid INT, tgrelid INT, tgparentid INT, tgname STRING, tgfoid INT, tgtype SMALLINT,"
@@ -178,6 +184,17 @@ SCHEMAS: dict[str, str] = {
         " query_start TIMESTAMP, state_change TIMESTAMP, wait_event_type STRING,"
         " wait_event STRING, state STRING, backend_xid INT, backend_xmin INT,"
         " query_id BIGINT, query STRING, backend_type STRING"),
+    "pg_tables": (
+        "schemaname STRING, tablename STRING, tableowner STRING, tablespace STRING,"
+        " hasindexes BOOLEAN, hasrules BOOLEAN, hastriggers BOOLEAN, rowsecurity BOOLEAN"),
+    "pg_views": "schemaname STRING, viewname STRING, viewowner STRING, definition STRING",
+    "pg_matviews": (
+        "schemaname STRING, matviewname STRING, matviewowner STRING, tablespace STRING,"
+        " hasindexes BOOLEAN, ispopulated BOOLEAN, definition STRING"),
+    "pg_stat_user_tables": (
+        "relid INT, schemaname STRING, relname STRING, seq_scan BIGINT, idx_scan BIGINT,"
+        " n_tup_ins BIGINT, n_tup_upd BIGINT, n_tup_del BIGINT, n_live_tup BIGINT,"
+        " n_dead_tup BIGINT, last_vacuum TIMESTAMP, last_analyze TIMESTAMP"),
     "information_schema_schemata": (
         "catalog_name STRING, schema_name STRING, schema_owner STRING,"
         " default_character_set_catalog STRING, default_character_set_schema STRING,"
@@ -198,14 +215,19 @@ SCHEMAS: dict[str, str] = {
         " is_updatable STRING"),
 }
 
+#: The emulated tables' array columns (``polroles``, ``conkey``, ...), by name.
+ARRAY_COLUMNS = frozenset(
+    column.split()[0] for ddl in SCHEMAS.values() for column in ddl.split(", ")
+    if "ARRAY<" in column)
 #: Names a statement may use for the emulated tables, mapped to their view names.
 CATALOG_TABLES = {name: name for name in SCHEMAS if name.startswith("pg_")}
 INFORMATION_SCHEMA = {name.removeprefix("information_schema_"): name
                       for name in SCHEMAS if name.startswith("information_schema_")}
 #: Which relations each view is built from (the others need only built-in rows).
 _NEEDS_RELATIONS = {"pg_namespace", "pg_class", "pg_attribute", "pg_description",
-                    "pg_constraint", "information_schema_schemata",
-                    "information_schema_tables", "information_schema_columns"}
+                    "pg_constraint", "pg_tables", "pg_views", "pg_stat_user_tables",
+                    "information_schema_schemata", "information_schema_tables",
+                    "information_schema_columns"}
 
 
 @dataclass
@@ -258,7 +280,7 @@ def relations(session: HudiSession) -> tuple[list[str], list[Relation]]:
         for table in spark.catalog.listTables(database):
             schema = table.namespace[0] if table.namespace else database
             if table.isTemporary:
-                if table.name in SCHEMAS:
+                if table.name in SCHEMAS or table.name.startswith(HELD_ROWS_PREFIX):
                     continue
                 schema = database
             if (schema, table.name) in seen or schema != database:
@@ -329,19 +351,47 @@ def _attributes(databases: list[str], rels: list[Relation], ctx: CatalogContext)
     return rows
 
 
+def _type_functions(t: PgType | None) -> tuple[str, str, str, str]:
+    """The input, output, receive and send functions of a type (None: its array type)."""
+    if t is None:
+        return "array_in", "array_out", "array_recv", "array_send"
+    return (t.input, t.input.replace("in", "out", 1), t.receive,
+            t.receive.replace("recv", "send"))
+
+
+#: ``pg_proc``'s rows: the types' I/O functions, by name. Drivers tell arrays from base types
+#: by joining ``pg_type.typreceive`` to ``pg_proc.oid`` (Npgsql) or comparing ``typinput``
+#: with ``'array_in'::regproc`` (pgjdbc), so ``pg_type`` holds these OIDs as PostgreSQL does.
+PROC_OIDS: dict[str, int] = {
+    name: stable_oid("pg_proc", name)
+    for t in (*PG_TYPES, None) for name in _type_functions(t)}
+
+
+def proc_oid(name: str) -> int:
+    """The OID ``'name'::regproc`` stands for (0, PostgreSQL's "no function", when the name
+    is none of :data:`PROC_OIDS`)."""
+    return PROC_OIDS.get(name.strip('"').removeprefix("pg_catalog."), 0)
+
+
 def _types(databases: list[str], rels: list[Relation], ctx: CatalogContext) -> Rows:
     rows: Rows = []
     for t in PG_TYPES:
+        io = [PROC_OIDS[f] for f in _type_functions(t)]
         rows.append((t.oid, t.name, PG_CATALOG_OID, OWNER_OID, t.size, t.size in (1, 2, 4, 8),
                      "p" if t.category == "P" else "b", t.category, False, True, ",", 0, 0,
-                     t.array_oid, t.input, t.input.replace("in", "out", 1), t.receive,
-                     t.receive.replace("recv", "send"), "-", "-", "-", "i", "p", False, 0, -1,
+                     t.array_oid, *io, 0, 0, 0, "i", "p", False, 0, -1,
                      0, 0, None, None, None, "-"))
+        array_io = [PROC_OIDS[f] for f in _type_functions(None)]
         rows.append((t.array_oid, "_" + t.name, PG_CATALOG_OID, OWNER_OID, -1, False, "b", "A",
-                     False, True, ",", 0, t.oid, 0, "array_in", "array_out", "array_recv",
-                     "array_send", "-", "-", "array_typanalyze", "i", "x", False, 0, -1, 0, 0,
-                     None, None, None, "array_subscript_handler"))
+                     False, True, ",", 0, t.oid, 0, *array_io, 0, 0, 0, "i", "x", False, 0,
+                     -1, 0, 0, None, None, None, "array_subscript_handler"))
     return rows
+
+
+def _procs(databases: list[str], rels: list[Relation], ctx: CatalogContext) -> Rows:
+    return [(oid, name, PG_CATALOG_OID, OWNER_OID, 12, 1.0, 0.0, 0, "-", "f", False, False,
+             True, False, "i", "s", 1, 0, 2275 if name.endswith(("out", "send")) else 2249,
+             [], None, None, None, name, None, None) for name, oid in PROC_OIDS.items()]
 
 
 def _descriptions(databases: list[str], rels: list[Relation], ctx: CatalogContext) -> Rows:
@@ -424,6 +474,22 @@ def _activity(databases: list[str], rels: list[Relation], ctx: CatalogContext) -
     return rows
 
 
+def _pg_tables(databases: list[str], rels: list[Relation], ctx: CatalogContext) -> Rows:
+    return [(r.schema, r.name, ctx.user, None, bool(r.keys), False, False, False)
+            for r in rels if r.kind == "r"]
+
+
+def _pg_views(databases: list[str], rels: list[Relation], ctx: CatalogContext) -> Rows:
+    return [(r.schema, r.name, ctx.user, None) for r in rels if r.kind == "v"]
+
+
+def _stat_user_tables(databases: list[str], rels: list[Relation],
+                      ctx: CatalogContext) -> Rows:
+    # Row counts are unknown without reading the table: NULL, as for a never-analyzed table.
+    return [(r.oid, r.schema, r.name, None, None, None, None, None, None, None, None, None)
+            for r in rels if r.kind == "r"]
+
+
 def _empty(databases: list[str], rels: list[Relation], ctx: CatalogContext) -> Rows:
     return []
 
@@ -432,7 +498,7 @@ _ROWS = {
     "pg_namespace": _namespaces, "pg_class": _classes, "pg_attribute": _attributes,
     "pg_type": _types, "pg_description": _descriptions, "pg_database": _databases,
     "pg_settings": _settings, "pg_roles": _roles, "pg_constraint": _constraints,
-    "pg_am": _am, "pg_index": _empty, "pg_proc": _empty, "pg_range": _empty,
+    "pg_am": _am, "pg_index": _empty, "pg_proc": _procs, "pg_range": _empty,
     "pg_enum": _empty, "pg_extension": _empty, "pg_attrdef": _empty, "pg_inherits": _empty,
     "pg_collation": _empty, "pg_policy": _empty, "pg_statistic_ext": _empty,
     "pg_publication": _empty, "pg_publication_rel": _empty,
@@ -441,7 +507,8 @@ _ROWS = {
     "pg_sequence": _empty,
     "pg_user": lambda d, r, ctx: [(ctx.user, OWNER_OID, False, False, False, False,
                                    "********", None, None)],
-    "pg_stat_activity": _activity,
+    "pg_stat_activity": _activity, "pg_tables": _pg_tables, "pg_views": _pg_views,
+    "pg_matviews": _empty, "pg_stat_user_tables": _stat_user_tables,
     "information_schema_schemata": _schemata, "information_schema_tables": _tables,
     "information_schema_columns": _information_columns,
 }

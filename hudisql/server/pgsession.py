@@ -20,6 +20,7 @@ from hudisql.server.cancel import RunningStatement
 from hudisql.server.onerow import literal_row, one_row_select
 from hudisql.server.pgcatalog import Activity, CatalogContext, build_views
 from hudisql.server.results import Field, RowSource, frame_batches, frame_fields
+from hudisql.server.rowstatements import inline_row_statements
 from hudisql.server.sqlstate import ServerError
 from hudisql.server.sqltext import (
     Translation,
@@ -197,6 +198,11 @@ class PgSession:
         guard.check_allowed(text)
         if self.read_only:
             guard.check_read_only(text)
+        inlined = inline_row_statements(text, self._hold_rows)
+        if inlined is not None:
+            # Positions of errors in the rewritten text would not point into the client's.
+            self.translated = True
+            text = inlined
         literal = self._literal_answer(text)
         if literal is not None:
             return literal
@@ -205,6 +211,17 @@ class PgSession:
         if self.status == "T" and outcome.tag not in ("SELECT",):
             self.wrote_in_block += 1
         return outcome
+
+    def _hold_rows(self, statement: str, view: str) -> None:
+        """Run a row statement found inside a query and keep its rows as ``view``."""
+        if self.read_only:
+            guard.check_read_only(statement)
+        frame = self.hudi.sql(statement)
+        if not frame.columns:
+            raise ServerError("42809", f"{' '.join(first_words(statement, 2))} returns no "
+                                       "rows: only statements that return rows (SHOW, CALL "
+                                       "show_...) can be read as a table")
+        frame.createOrReplaceTempView(view)
 
     def frame(self, text: str) -> tuple[DataFrame, bool]:
         """The statement's DataFrame (commands have run by then), and whether its rows are
@@ -304,6 +321,9 @@ class PgSession:
         if not words or words[0] not in ("SELECT", "WITH", "VALUES", "TABLE", "("):
             return None
         guard.check_allowed(text)
+        if self.read_only:
+            guard.check_read_only(text)
+        text = inline_row_statements(text, self._hold_rows) or text
         frame, _ = self._frame(text)
         return RowSource(frame_fields(frame), iter(()))
 

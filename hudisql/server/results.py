@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from hudisql.server import wire
-from hudisql.server.types import BINARY_FORMAT, TEXT_FORMAT, binary_supported, encode_column
+from hudisql.server.datarows import encode_rows
+from hudisql.server.types import BINARY_FORMAT, TEXT_FORMAT, binary_supported
 from hudisql.server.types import pg_type_of as _pg_type_of
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ def frame_batches(frame: DataFrame, local: bool = False) -> Iterator[pa.RecordBa
         columns = [pa.array([_plain(r[i]) for r in rows]) for i in range(len(names))]
         yield pa.RecordBatch.from_arrays(columns, names=names)
         return
+    # PostgreSQL results may repeat a name (``SELECT n.oid, n.*``); Arrow structs may not.
+    frame = frame.toDF(*(f"c{i}" for i in range(len(frame.columns))))
     packed = frame.mapInArrow(_to_ipc, StructType([StructField("ipc", BinaryType(), False)]))
     for row in packed.toLocalIterator(prefetchPartitions=True):
         with pa.ipc.open_stream(row[0]) as reader:
@@ -173,19 +176,10 @@ class RowSource:
         return None
 
     def _emit_batch(self, batch: pa.RecordBatch, emit: Callable[[bytes], None]) -> None:
-        columns = [encode_column(batch.column(i), f.oid, fmt) for i, (f, fmt)
-                   in enumerate(zip(self.fields, self.formats, strict=True))]
-        row = wire.data_row
-        chunk: list[bytes] = []
-        for values in zip(*columns, strict=True):
-            chunk.append(row(list(values)))
-            if len(chunk) >= 1024:
-                emit(b"".join(chunk))
-                chunk = []
-        if chunk:
-            emit(b"".join(chunk))
-        if not columns and batch.num_rows:  # a result with no columns still has rows
-            emit(row([]) * batch.num_rows)
+        if not self.fields:  # a result with no columns still has rows
+            emit(wire.data_row([]) * batch.num_rows)
+            return
+        emit(encode_rows(batch, [f.oid for f in self.fields], self.formats))
 
     def close(self) -> None:
         """Drop the rest of the stream (stops fetching further partitions)."""

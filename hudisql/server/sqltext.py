@@ -19,10 +19,12 @@ import sqlglot.errors
 from sqlglot import exp
 
 from hudisql.server.pgcatalog import (
+    ARRAY_COLUMNS,
     CATALOG_TABLES,
     DATABASE,
     INFORMATION_SCHEMA,
     PG_CATALOG_OID,
+    proc_oid,
     regclass_oid,
 )
 from hudisql.server.types import DISPLAY_NAMES, sql_string
@@ -164,6 +166,7 @@ def translate(text: str, ctx: TranslationContext) -> Translation:
     Raises:
         sqlglot.errors.ParseError: the text is not PostgreSQL SQL either.
     """
+    text = _quote_keyword_labels(text)
     tree: exp.Expression = sqlglot.parse_one(text, read="postgres")  # type: ignore[assignment]
     _check_nothing_dropped(text, tree)
     views: set[str] = set()
@@ -174,6 +177,26 @@ def translate(text: str, ctx: TranslationContext) -> Translation:
         select.set("expressions", [_named(e) for e in select.expressions])
     tree = _post_order(tree, lambda node: _rewrite(node, ctx, views))
     return Translation(tree.sql(dialect="spark"), frozenset(views))
+
+
+#: ``expr AS select``: PostgreSQL takes any keyword as a column label after AS (Metabase
+#: names columns ``select``, ``insert``, ``update``, ``delete``); sqlglot does not, so these
+#: labels are quoted first. Only where a label ends (``,``, ``)``, FROM, the end), so
+#: ``CREATE TABLE t AS SELECT ...`` is left alone.
+_KEYWORD_LABEL = re.compile(
+    r"\bAS(\s+)(SELECT|INSERT|UPDATE|DELETE|TABLE|FROM|WHERE|ORDER|GROUP|LIMIT|OFFSET|"
+    r"UNION|ALL|ANY|CHECK|COLUMN|DEFAULT|USER|ROLE|SCHEMA|TYPE|KEY|VALUE|NAME)"
+    r"(?=\s*(?:,|\)|$|\bFROM\b))", re.I)
+
+
+def _quote_keyword_labels(text: str) -> str:
+    pieces = []
+    for start, end, code in _scan(text):
+        piece = text[start:end]
+        if code:
+            piece = _KEYWORD_LABEL.sub(lambda m: f'AS{m.group(1)}"{m.group(2).lower()}"', piece)
+        pieces.append(piece)
+    return "".join(pieces)
 
 
 def _words(text: str) -> list[str]:
@@ -267,7 +290,56 @@ def _rewrite(node: exp.Expression, ctx: TranslationContext, views: set[str]) -> 
         return collated
     if isinstance(node, exp.Operator):
         return _operator(node)
+    if isinstance(node, (exp.EQ, exp.NEQ)):
+        return _array_literals(node)
+    if isinstance(node, exp.Array) and len(node.expressions) == 1 \
+            and isinstance(node.expressions[0], exp.Select):
+        return _array_of_subquery(node.expressions[0])
     return _function(node, ctx)
+
+
+_ARRAY_TEXT = re.compile(r"^\{([^{}\"]*)\}$")
+
+
+def _array_literals(node: exp.Expression) -> exp.Expression:
+    """``col = '{0}'`` for an array column of the emulated catalog: PostgreSQL reads the
+    array's text form; Spark needs an array (of numbers when every element is one)."""
+    for side, other in (("this", "expression"), ("expression", "this")):
+        value, column = node.args.get(side), node.args.get(other)
+        if not (isinstance(column, exp.Column) and column.name.lower() in ARRAY_COLUMNS):
+            continue  # a text column compared with text that looks like an array
+        if isinstance(value, exp.Literal) and value.is_string:
+            match = _ARRAY_TEXT.match(value.name)
+            if match is None:
+                continue
+            items = [i.strip() for i in match.group(1).split(",") if i.strip()]
+            numeric = all(re.fullmatch(r"-?\d+", i) for i in items)
+            node.set(side, exp.Array(expressions=[
+                exp.Literal.number(i) if numeric else exp.Literal.string(i) for i in items]))
+    return node
+
+
+def _array_of_subquery(select: exp.Select) -> exp.Expression:
+    """``ARRAY(SELECT x FROM ... [ORDER BY 1])`` (psql's ``\\d``), which Spark lacks, as the
+    scalar subquery ``(SELECT [array_sort](collect_list(x)) FROM ...)``. Only an order by the
+    collected value itself (ascending) is kept; any other order has no Spark equivalent
+    here, so the statement is left for Spark to refuse."""
+    if len(select.expressions) != 1 or select.args.get("limit") or select.args.get("group"):
+        return exp.Array(expressions=[select])
+    item = select.expressions[0].unalias()
+    collected: exp.Expression = exp.Anonymous(this="collect_list", expressions=[item.copy()])
+    order = select.args.get("order")
+    if order is not None:
+        keys = order.expressions
+        by_item = all(not k.args.get("desc") and (
+            k.this == item or (isinstance(k.this, exp.Literal) and k.this.name == "1"))
+            for k in keys)
+        if not by_item:
+            return exp.Array(expressions=[select])
+        collected = exp.Anonymous(this="array_sort", expressions=[collected])
+        select.set("order", None)
+    select.set("expressions", [collected])
+    return exp.Subquery(this=select)
 
 
 _OPERATORS: dict[str, Callable[[exp.Expression, exp.Expression], exp.Expression]] = {
@@ -303,6 +375,9 @@ def _cast(node: exp.Cast, ctx: TranslationContext) -> exp.Expression:
                 f"{ctx.current_schema}.{text}"
             return exp.Literal.number(regclass_oid(qualified) or 0)
         return exp.cast(node.this, "INT")
+    if name in ("REGPROC", "REGPROCEDURE") and isinstance(node.this, exp.Literal) \
+            and node.this.is_string:
+        return exp.Literal.number(proc_oid(node.this.name.split("(")[0]))
     if name in ("REGPROC", "REGPROCEDURE", "NAME", "REGNAMESPACE", "REGROLE"):
         return exp.cast(node.this, "STRING")
     if name == "REGTYPE":
@@ -319,7 +394,8 @@ _SPARK_TYPES = {"TEXT": "STRING", "VARCHAR": "STRING", "NAME": "STRING", "BPCHAR
                 "BOOL": "BOOLEAN", "INT": "INT", "INTEGER": "INT", "SMALLINT": "SMALLINT",
                 "BIGINT": "BIGINT", "BOOLEAN": "BOOLEAN", "DOUBLE PRECISION": "DOUBLE",
                 "REAL": "FLOAT", "CHAR[]": "ARRAY<STRING>", "TEXT[]": "ARRAY<STRING>",
-                "NAME[]": "ARRAY<STRING>", "OID[]": "ARRAY<BIGINT>"}
+                "NAME[]": "ARRAY<STRING>", "OID[]": "ARRAY<BIGINT>", "INT2[]": "ARRAY<SMALLINT>",
+                "INT4[]": "ARRAY<INT>", "INT8[]": "ARRAY<BIGINT>"}
 
 _CONSTANT_FUNCTIONS: dict[str, Callable[[TranslationContext], exp.Expression]] = {
     "version": lambda c: exp.Literal.string(c.version),
@@ -338,11 +414,14 @@ _NULL_FUNCTIONS = {"obj_description", "col_description", "shobj_description", "p
                    "pg_get_constraintdef", "pg_get_indexdef", "pg_get_viewdef",
                    "pg_get_triggerdef", "pg_get_function_result",
                    "pg_get_function_arguments", "pg_get_partkeydef",
+                   "pg_get_statisticsobjdef_columns", "pg_get_statisticsobjdef",
+                   "pg_get_ruledef", "pg_get_partition_constraintdef",
                    "pg_relation_size", "pg_total_relation_size", "pg_get_serial_sequence"}
 
 
 def _function(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
-    if isinstance(node, exp.CurrentSchemas):
+    if isinstance(node, exp.CurrentSchemas) or (  # pg_catalog.current_schemas(): Anonymous
+            isinstance(node, exp.Anonymous) and node.name.lower() == "current_schemas"):
         schemas = ["pg_catalog", ctx.current_schema]
         return exp.Array(expressions=[exp.Literal.string(s) for s in schemas])
     if isinstance(node, exp.CurrentVersion):

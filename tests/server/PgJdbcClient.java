@@ -1,5 +1,5 @@
 // The PostgreSQL JDBC driver against `hudisql serve`: what DBeaver and Tableau do on connect.
-// Usage: java -cp postgresql.jar:. PgJdbcClient PORT USER PASSWORD
+// Usage: java -cp postgresql.jar:. PgJdbcClient PORT USER PASSWORD LONG_QUERY
 // Prints one "name: value" line per check; the test reads them.
 import java.sql.*;
 import java.util.Properties;
@@ -66,6 +66,24 @@ public class PgJdbcClient {
                 System.out.println("parse error: " + e.getSQLState() + " at "
                     + p.getServerErrorMessage().getPosition());
             }
+            // Statement.cancel() from another thread while the query runs: the test tells
+            // this program (a line on stdin) once the server runs it.
+            final Statement longOne = c.createStatement();
+            final String[] outcome = {"not cancelled"};
+            Thread runner = new Thread(() -> {
+                try {
+                    longOne.executeQuery(args[3]);
+                } catch (SQLException e) {
+                    outcome[0] = e.getSQLState();
+                }
+            });
+            runner.start();
+            System.out.println("long query: started");
+            System.out.flush();
+            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+            longOne.cancel();
+            runner.join();
+            System.out.println("cancel: " + outcome[0]);
             try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT 1")) {
                 rs.next();
                 System.out.println("after cancel: " + rs.getInt(1));

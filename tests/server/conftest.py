@@ -1,5 +1,6 @@
-"""One ``hudisql serve`` for the server tests: a small hudi table, two users, a TLS
-certificate, on the suite's SparkSession."""
+"""One ``hudisql serve`` for the server tests, shared by every module of this package
+(starting it and building its table is the slow part): a small hudi table, two users, a
+TLS certificate, on the suite's SparkSession."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
     return cert_path, key_path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def served(spark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:  # type: ignore[no-untyped-def]
     """A server with users ``alice`` (readwrite) and ``reader`` (readonly), TLS offered, a
     1 MiB message limit, over a catalog of its own holding ``trips`` (4 rows)."""

@@ -20,6 +20,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 def test_psql(served: Served) -> None:
     script = "\n".join([
         r"\dt default.*",
+        r"\d",
+        r"\dn",
+        r"\l",
         "SELECT uuid, fare FROM trips WHERE fare > 20 ORDER BY uuid;",
         "CREATE INDEX idx_psql ON trips (city);",
         "SELECT count(*) AS instants FROM (SELECT 1) x;",
@@ -34,6 +37,9 @@ def test_psql(served: Served) -> None:
     out, err = done.stdout, done.stderr
     # Other tests of this process may have left tables in default: the columns widen.
     assert re.search(r"\|\s*trips\s*\|\s*table\s*\|", out), out
+    assert out.count("List of relations") == 2  # \dt and \d
+    assert re.search(r"List of schemas\n.*\n-+\+-+\n(.*\n)*\s*default\s*\|", out), out
+    assert re.search(r"List of databases\n(.*\n)*\s*hudisql\s*\| alice\s*\| UTF8", out), out
     assert " b    | 27.7\n c    |   33" in out
     assert "CREATE INDEX" in out
     assert "deltacommit" in out or "commit" in out
@@ -60,6 +66,12 @@ def test_psycopg(served: Served) -> None:
         assert cur.statusmessage == "CREATE INDEX"
         timeline = conn.execute("SHOW TIMELINE trips").fetchall()
         assert len(timeline) >= 2
+        # As a tool wraps custom SQL: the statement's rows read as a table.
+        wrapped = conn.execute("SELECT count(*) FROM (SHOW TIMELINE trips) AS q "
+                               "WHERE q.action IS NOT NULL LIMIT 10").fetchall()
+        assert wrapped == [(len(timeline),)]
+        listed = conn.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        assert not [t for t in listed if t[0].startswith("__hudisql")]  # held rows: unlisted
         with pytest.raises(psycopg.errors.SyntaxError) as caught:
             conn.execute("SELECT * FROM trips WHERE )")
         assert caught.value.diag.statement_position == "27"
@@ -112,6 +124,30 @@ def test_security(served: Served) -> None:
         assert conn.execute("SELECT count(*) FROM trips").fetchone() == (4,)
 
 
+def test_tls_required(served: Served) -> None:
+    import dataclasses
+
+    import psycopg
+
+    from hudisql.server import PgServer
+
+    # A second server on the same session, configured to require TLS.
+    config = dataclasses.replace(served.server.config, port=0,  # type: ignore[attr-defined]
+                                 tls_required=True)
+    with psycopg.connect(served.dsn(), autocommit=True) as other, PgServer(
+            config, hudi=served.hudi) as strict:
+        port = str(strict.port)
+        with pytest.raises(psycopg.OperationalError,
+                           match="this server requires TLS: connect with sslmode=require"):
+            psycopg.connect(served.dsn(port=port))  # sslmode=disable
+        with psycopg.connect(served.dsn(port=port, sslmode="require")) as conn:
+            assert conn.pgconn.ssl_in_use
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        # The refusal reached only that client: this server and the other one still answer.
+        assert other.execute("SELECT 2").fetchone() == (2,)
+        assert strict.running_statements() == {}
+
+
 def test_sqlalchemy_inspector_and_pandas(served: Served) -> None:
     import pandas as pd
     import sqlalchemy as sa
@@ -133,16 +169,36 @@ def test_sqlalchemy_inspector_and_pandas(served: Served) -> None:
 
 
 def test_pgjdbc(served: Served, tmp_path: Path) -> None:
+    from tests.server.test_serve_faults import LONG_QUERY, wait_until
+
     jar = Path("/usr/share/java/postgresql.jar")
     source = Path(__file__).with_name("PgJdbcClient.java")
     assert jar.exists(), "scripts/clients.sh install puts the JDBC driver there"
     subprocess.run(["javac", "-cp", str(jar), "-d", str(tmp_path), str(source)], check=True,
                    timeout=120)
-    done = subprocess.run(
+    client = subprocess.Popen(
         ["java", "-cp", f"{jar}:{tmp_path}", "PgJdbcClient", str(served.port), "alice",
-         PASSWORD], capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+         PASSWORD, LONG_QUERY], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout is not None and client.stdin is not None
+        printed = []
+        for line in client.stdout:
+            printed.append(line)
+            if line.startswith("long query: "):
+                break
+        assert printed and printed[-1].startswith("long query: "), client.communicate()
+        # Statement.cancel() once the server runs the long query (it would run for hours).
+        running = served.server.running_statements  # type: ignore[attr-defined]
+        wait_until(lambda: LONG_QUERY in running().values())
+        client.stdin.write("cancel\n")
+        client.stdin.flush()
+        out, err = client.communicate(timeout=120)
+    finally:
+        client.kill()
+    assert client.returncode == 0, err
+    lines = dict(line.split(": ", 1) for line in "".join([*printed, out]).splitlines()
+                 if ": " in line)
     assert "trips," in lines["tables"]
     assert "fare:float8" in lines["columns"] and "uuid:text" in lines["columns"]
     assert lines["filtered"] == "b=27.7,c=33.0,"
@@ -150,6 +206,7 @@ def test_pgjdbc(served: Served, tmp_path: Path) -> None:
     assert lines["create index"] == "ok"
     assert int(lines["timeline"]) >= 2
     assert lines["parse error"] == "42601 at 18"
+    assert lines["cancel"] == "57014"
     assert lines["after cancel"] == "1"
 
 

@@ -183,3 +183,19 @@ def test_failure_mid_stream(served: Served) -> None:
             conn.execute("SELECT id, assert_true(id < 2500, 'id < 2500') AS ok "
                          "FROM range(0, 10000, 1, 4)").fetchall()
         assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_describe_a_row_statement_subquery(served: Served) -> None:
+    # A prepared statement's Describe (pgjdbc's getMetaData) of a query reading SHOW's rows.
+    sock = _startup(served)
+    parse = b"\x00SELECT instant_time FROM (SHOW TIMELINE trips) AS q\x00\x00\x00"
+    describe = b"S\x00"
+    sock.sendall(b"P" + struct.pack("!i", len(parse) + 4) + parse
+                 + b"D" + struct.pack("!i", len(describe) + 4) + describe
+                 + b"S\x00\x00\x00\x04")
+    kinds = []
+    while not kinds or kinds[-1][0] != b"Z":
+        kinds.append(read_message(sock))
+    assert [k for k, _ in kinds] == [b"1", b"t", b"T", b"Z"], kinds
+    assert b"instant_time" in kinds[2][1]
+    sock.close()

@@ -14,6 +14,7 @@ import sqlglot.errors
 
 from hudisql.server import guard
 from hudisql.server.auth import ScramExchange, parse_user, scram_verifier
+from hudisql.server.pgcatalog import PROC_OIDS
 from hudisql.server.sqlstate import ServerError
 from hudisql.server.sqltext import (
     TranslationContext,
@@ -52,8 +53,8 @@ def test_bind_parameters() -> None:
     ("SELECT version()", "SELECT 'PostgreSQL 16.0 (hudisql)' AS version"),
     ("SELECT * FROM pg_catalog.pg_class c LIMIT ALL", "SELECT * FROM pg_class AS c"),
     ("SELECT 'pg_class'::regclass", "SELECT 1259"),
-    ("SELECT typinput = 'array_in'::regproc FROM pg_type",
-     "SELECT typinput = CAST('array_in' AS STRING) FROM pg_type"),
+    ("SELECT typinput = 'pg_catalog.array_in'::regproc FROM pg_type",
+     f"SELECT typinput = {PROC_OIDS['array_in']} FROM pg_type"),
     ("SELECT x::text FROM t", "SELECT CAST(x AS STRING) FROM t"),
     ("SELECT 1 WHERE n.nspname OPERATOR(pg_catalog.~) '^a$' COLLATE pg_catalog.default",
      "SELECT 1 WHERE n.nspname RLIKE '^a$'"),
@@ -63,6 +64,14 @@ def test_bind_parameters() -> None:
      "SELECT information_schema_tables.table_name FROM information_schema_tables"),
     ("SELECT current_user, current_schema()",
      "SELECT 'ana' AS current_user, 'default' AS current_schema"),
+    ("SELECT (pg_catalog.current_schemas(true))[1]",
+     "SELECT (ARRAY('pg_catalog', 'default'))[0]"),
+    ("SELECT 1 FROM pg_policy p WHERE p.polroles = '{0}' AND p.polname <> '{0}'",
+     "SELECT 1 FROM pg_policy AS p WHERE p.polroles = ARRAY(0) AND p.polname <> '{0}'"),
+    ("SELECT array(select rolname from pg_roles where oid = any (p.polroles) order by 1)",
+     "SELECT (SELECT ARRAY_SORT(COLLECT_LIST(rolname)) FROM pg_roles "
+     "WHERE EXISTS(p.polroles, x -> oid = x))"),
+    ("SELECT 1 AS select, 2 AS delete FROM t", 'SELECT 1 AS `select`, 2 AS `delete` FROM t'),
 ])
 def test_translate(postgres: str, spark: str) -> None:
     assert translate(postgres, CTX).sql == spark
@@ -183,3 +192,52 @@ def test_cancel_interrupts_until_the_statement_ends() -> None:
     count = len(interrupts)
     with statement.run("SELECT next"):  # the next statement is never interrupted
         assert len(interrupts) == count
+
+
+@pytest.mark.parametrize(("text", "inner"), [
+    ("SELECT * FROM (SHOW TIMELINE t) AS q LIMIT 10", ["SHOW TIMELINE t"]),
+    ("SELECT count(*) FROM ( call show_commits(table => 't', limit => 5) ) q",
+     [" call show_commits(table => 't', limit => 5) "]),
+    ("SELECT a.x FROM (SHOW INDEXES ON a) a JOIN (SHOW TIMELINE b) b ON a.x = b.x",
+     ["SHOW INDEXES ON a", "SHOW TIMELINE b"]),
+    ("SELECT '(SHOW TIMELINE t)' FROM t -- (SHOW TIMELINE t)", []),
+    ("(SHOW TIMELINE t)", []),  # the statement itself: runs as it is
+    ("SELECT * FROM (SELECT 1) q", []),
+])
+def test_row_statements_in_subqueries(text: str, inner: list[str]) -> None:
+    from hudisql.server.rowstatements import inline_row_statements, row_statements
+
+    assert [text[s:e] for s, e in row_statements(text)] == inner
+    held: list[tuple[str, str]] = []
+    rewritten = inline_row_statements(text, lambda s, v: held.append((s, v)))
+    assert [s for s, _ in held] == inner
+    if inner:
+        assert rewritten is not None and "SELECT * FROM __hudisql_rows_0" in rewritten
+        assert rewritten.startswith(text[:row_statements(text)[0][0]])
+    else:
+        assert rewritten is None
+
+
+@pytest.mark.parametrize("fmt", [0, 1])
+def test_encode_rows_matches_row_by_row(fmt: int) -> None:
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from hudisql.server import wire
+    from hudisql.server.datarows import encode_rows
+    from hudisql.server.types import encode_column
+
+    batch = pa.RecordBatch.from_arrays([
+        pa.array([1, None, -3, 2**40]), pa.array([1.5, None, float("nan"), float("-inf")]),
+        pa.array(["a", None, "", "héllo"]), pa.array([True, False, None, True]),
+        pa.array([dt.date(2020, 1, 2), None, dt.date(1999, 1, 1), dt.date(2000, 1, 1)]),
+        pa.array([decimal.Decimal("1.50"), None, decimal.Decimal("-2"), decimal.Decimal("0")]),
+        pa.array([1, 2, None, 4], pa.int32()), pa.array([b"\x00x", None, b"", b"z"]),
+        pa.array([0.5, 33.0, None, -0.25], pa.float32()),
+    ], names=list("abcdefghi"))
+    oids = [20, 701, 25, 16, 1082, 1700, 23, 17, 700]
+    for part in (batch, batch.slice(1, 2)):
+        columns = [encode_column(part.column(i), oid, fmt) for i, oid in enumerate(oids)]
+        expected = b"".join(wire.data_row(list(row)) for row in zip(*columns, strict=True))
+        assert encode_rows(part, oids, [fmt] * len(oids)) == expected
