@@ -99,10 +99,21 @@ class HFileRecords:
         for key, value in self.hfile.items():
             yield self._decode(key, value)
 
+    def matching(self, keep: Callable[[str], bool]) -> Iterator[Record]:
+        """The records whose key ``keep`` accepts, in key order (the others not decoded)."""
+        for key, value in self.hfile.items():
+            if keep(key):
+                yield self._decode(key, value)
+
     def get(self, key: str) -> Record | None:
         """The record of ``key``, or None."""
         value = self.hfile.get(key)
         return None if value is None else self._decode(key, value)
+
+    def get_many(self, keys: Iterable[str]) -> Iterator[Record]:
+        """The records of those ``keys`` the file holds, in key order (each block read once)."""
+        for key, value in self.hfile.get_many(keys):
+            yield self._decode(key, value)
 
     def with_prefix(self, prefix: str) -> Iterator[Record]:
         """The records whose key starts with ``prefix``, in key order."""
@@ -155,9 +166,10 @@ def encode_hfile(
 
 def hfile_block_records(
     data: bytes, block: LogBlockInfo, keep: Callable[[str], bool] | None = None,
+    keys: Iterable[str] | None = None,
 ) -> list[Record]:
     """The records of an HFILE_DATA log block (its content is a whole HFile), only those
-    whose key ``keep`` accepts.
+    whose key ``keep`` accepts (looked up by key when ``keys`` lists all it accepts).
 
     Raises:
         MetadataTableError: not an HFILE_DATA block, or a record that does not decode.
@@ -169,4 +181,8 @@ def hfile_block_records(
     content = data[block.content_position:block.content_position + block.content_length]
     records = HFileRecords(content, f"the HFILE_DATA block at byte {block.position} of "
                                     f"{block.log_file}")
-    return [r for r in records if keep is None or keep(r["key"])]
+    if keep is None:
+        return list(records)
+    if keys is not None:
+        return [r for r in records.get_many(keys) if keep(r["key"])]
+    return list(records.matching(keep))

@@ -1,10 +1,12 @@
 """Merged reads of metadata partitions: by key, by key prefix, or whole.
 
-A file group's latest slice is its base file (read with the wanted keys pushed into the
-parquet scan) and its log files, whose blocks count only when the metadata instant is one a
-reader sees (:class:`hudisql.metadata.table.MetadataTable`): completed here and valid on the
-data timeline. Records merge by :func:`hudisql.metadata.records.merge_records`; a delete
-block removes its keys.
+A file group's latest slice is its base file (an HFile looked up by key or scanned by
+prefix through its block index; a parquet base file of an earlier hudisql read with the
+wanted keys pushed into the scan) and its log files, whose blocks (HFILE_DATA, or Avro in
+an earlier hudisql's metadata table) count only when the metadata instant is one a reader
+sees (:class:`hudisql.metadata.table.MetadataTable`): completed here and valid on the data
+timeline. Records merge by :func:`hudisql.metadata.records.merge_records`; a delete block
+removes its keys.
 """
 
 from __future__ import annotations
@@ -15,12 +17,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from hudisql.errors import MetadataTableError
-from hudisql.metadata import schema as S
-from hudisql.metadata.arrow_records import with_payloads
-from hudisql.metadata.avro import block_records
+from hudisql.metadata.formats import base_file_records, data_block_records
 from hudisql.metadata.partitions import (
     MetadataPartitionType,
     file_group_indexes,
@@ -91,8 +90,12 @@ def read_partition(
     wanted = None if keys is None else set(keys)
     starts = None if prefixes is None else tuple(prefixes)
     groups: Iterable[int] = range(len(ids))
+    by_group: dict[int, set[str]] = {}
     if wanted is not None:
-        groups = sorted({int(i) for i in spec.route(sorted(wanted), len(ids))})
+        ordered = sorted(wanted)
+        for key, index in zip(ordered, spec.route(ordered, len(ids)).tolist(), strict=True):
+            by_group.setdefault(int(index), set()).add(key)
+        groups = sorted(by_group)
     elif starts and spec.kind == MetadataPartitionType.SECONDARY_INDEX and all(
             _is_value_part(p) for p in starts):
         # All entries of one value live in the file group of its value part.
@@ -102,7 +105,9 @@ def read_partition(
     key_filter = KeyFilter(wanted, starts)
     merged: dict[str, Record] = {}
     for index in groups:
-        merge_slice(mdt, partition, slices[ids[index]], visible, key_filter, merged)
+        # Each file group is asked only for the keys that route to it.
+        here = key_filter if wanted is None else KeyFilter(by_group[index], starts)
+        merge_slice(mdt, partition, slices[ids[index]], visible, here, merged)
     return merged
 
 
@@ -123,11 +128,8 @@ def merge_slice(
     keep = key_filter.keep
     storage = mdt.storage
     if file_slice.base_file is not None:
-        table = pq.read_table(
-            storage.open_input_file(posixpath.join(partition, file_slice.base_file)),
-            filters=key_filter.expression(),
-        )
-        for record in S.from_parquet_rows(with_payloads(table)):
+        rel = posixpath.join(partition, file_slice.base_file)
+        for record in base_file_records(storage, rel, key_filter):
             merged[record["key"]] = record
     blocks: list[LogBlockInfo] = []
     contents: dict[str, bytes] = {}
@@ -143,12 +145,7 @@ def merge_slice(
                 if deleted.record_key is not None and keep(deleted.record_key):
                     merged.pop(deleted.record_key, None)
             continue
-        if block.block_type != BlockType.AVRO_DATA:
-            raise MetadataTableError(
-                f"metadata log file {block.log_file} holds a {block.block_type.name} block; "
-                "hudisql writes Avro data blocks in its metadata table"
-            )
-        for record in block_records(data, block, keep):
+        for record in data_block_records(data, block, keep, key_filter.keys):
             key = record["key"]
             older = merged.get(key)
             merged[key] = record if older is None else merge_records(older, record)

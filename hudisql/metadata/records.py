@@ -41,6 +41,7 @@ __all__ = [
     "all_partitions_record",
     "bloom_filter_record",
     "column_stats_record",
+    "compose_records",
     "files_record",
     "is_live",
     "merge_records",
@@ -354,6 +355,22 @@ def merge_records(older: Record, newer: Record) -> Record:
                                   "isDeleted": False}
         return dict(newer, filesystemMetadata=combined)
     return newer
+
+
+def compose_records(older: Record, newer: Record) -> Record:
+    """Two records of one key as one that, merged over any older record, gives what
+    merging both would: as :func:`merge_records`, but a file listing keeps the files a
+    newer entry deletes as deletions (the older record may list them)."""
+    if newer["filesystemMetadata"] is None or older["filesystemMetadata"] is None:
+        return merge_records(older, newer)
+    combined = dict(older["filesystemMetadata"])
+    for name, info in newer["filesystemMetadata"].items():
+        previous = combined.get(name)
+        if previous is None or info["isDeleted"]:
+            combined[name] = info
+        else:
+            combined[name] = {"size": max(previous["size"], info["size"]), "isDeleted": False}
+    return dict(newer, filesystemMetadata=combined)
 
 
 def is_live(record: Record) -> bool:

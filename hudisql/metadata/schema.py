@@ -5,10 +5,12 @@ Fields in Hudi's order (``key``, ``type``, ``filesystemMetadata``, ``BloomFilter
 wrappers of column statistics in Hudi's union order. Records travel as fastavro-style dicts;
 a wrapped min/max value is a ``(wrapper name, {"value": v})`` pair.
 
-Base files are parquet (hudisql's deviation from Hudi's HFile): the same record in the
-shape Spark's Avro reader gives it, where a union of several records becomes a struct
-with one optional ``member<i>`` field per branch (:func:`to_parquet_rows`,
-:func:`from_parquet_rows`).
+The index builders hand records around as Arrow rows in the shape Spark's Avro reader
+gives the record (the "base-file shape": the base files of earlier hudisql's parquet
+metadata tables, and the metadata table read as a table), where a union of several
+records becomes a struct with one optional ``member<i>`` field per branch
+(:func:`to_parquet_rows`, :func:`from_parquet_rows`); HFile base files hold them in Avro
+(:mod:`hudisql.metadata.formats`).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ of each write), with the writer's options:
 Instant names are Hudi's (``HoodieTableMetadataUtil.OperationSuffix``). Both services use
 the shared plan / execute / commit path (``hudisql.txn.table_service``) with the metadata
 table's own merge (``HoodieMetadataPayload`` rules): compaction writes each planned slice's
-live records as a new parquet base file; log compaction merges the planned blocks into one
+live records as a new base file (HFile); log compaction merges the planned blocks into one
 delete block (keys deleted before their newest record, if any) and one data block, whose
 ``COMPACTED_BLOCK_TIMES`` header names the instants replaced. Only built partitions are
 compacted (a partition being indexed is the indexer's), and a file group whose logs hold a
@@ -40,19 +40,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hudisql.metadata import schema as S
-from hudisql.metadata.avro import block_records, data_block_content
 from hudisql.metadata.builders import build_partition_records
 from hudisql.metadata.config import completed_partitions
+from hudisql.metadata.formats import HFILE, PARQUET, data_block_records, encode_data_block
 from hudisql.metadata.reader import KeyFilter, merge_slice
-from hudisql.metadata.records import Record, is_live, merge_records
-from hudisql.metadata.table import BUILD_TOKEN, MetadataTable, Slice
+from hudisql.metadata.records import Record, compose_records, is_live
+from hudisql.metadata.table import (
+    BASE_FORMAT_KEY,
+    BUILD_TOKEN,
+    LEGACY_FORMAT_KEY,
+    MetadataTable,
+    Slice,
+)
 from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.format.filenames import LogFileName
 from hudisql.table.format.fsview import BaseFile, FileSlice, LogFile
 from hudisql.table.format.instant import Action, Instant
-from hudisql.table.format.log.format import BlockType, DeleteRecord, HeaderKey, encode_block
+from hudisql.table.format.log.format import BlockType, DeleteRecord, HeaderKey
 from hudisql.table.format.log.reader import decode_delete_block, scan_blocks
 from hudisql.table.format.log.writer import encode_delete_block
+from hudisql.table.format.properties import TableProperties
 from hudisql.table.format.service_plans import (
     CompactionOperation,
     CompactionPlan,
@@ -103,6 +110,7 @@ __all__ = [
     "COMPACTION_SUFFIX",
     "LOG_COMPACTION_SUFFIX",
     "MetadataServiceSettings",
+    "compose_records",
     "covered_by_service",
     "rebuild_without",
     "run_metadata_services",
@@ -182,6 +190,10 @@ def run_metadata_services(
     if cleaned:
         done.append(cleaned)
         mdt.reload()
+    converted = _convert_if_parquet(mdt, base, on_step)
+    if converted:
+        done.append(converted)
+        return done
     compacted = _compact_if_due(mdt, base, settings, on_step)
     if compacted is not None:
         done.append(compacted)
@@ -251,6 +263,40 @@ def _compact_if_due(mdt: MetadataTable, base: str, settings: MetadataServiceSett
     return _schedule_and_run(mdt, compaction_steps(mdt), instant_time, on_step)
 
 
+def _convert_if_parquet(mdt: MetadataTable, base: str, on_step: StepHook) -> str | None:
+    """Convert a metadata table earlier hudisql wrote (parquet base files, Avro data
+    blocks) to HFile: a compaction at ``L001`` of every built file group, the slices
+    without logs too, writes HFile base files; then its hoodie.properties say ``HFILE``
+    and later deltacommits write HFILE_DATA blocks. Waits (returns None) while an index
+    is being built (its builder writes the format the properties name) or when a slice
+    cannot be compacted whole yet; a crash before the properties change leaves a
+    metadata table that reads the same, converted by a later write.
+
+    Returns:
+        The compaction's instant time ("" when only the properties changed), or None.
+    """
+    if mdt.base_format != PARQUET or mdt.data.properties.metadata_partitions_inflight:
+        return None
+    slices = _built_slices(mdt)
+    done = ""
+    if any(s.base_file is None or not s.base_file.path.endswith(".hfile") for s in slices):
+        instant_time = base + COMPACTION_SUFFIX
+        if mdt.timeline.get(instant_time) is not None:
+            return None
+        done = _schedule_and_run(mdt, compaction_steps(mdt, whole=True), instant_time,
+                                 on_step, slices) or ""
+        slices = _built_slices(mdt.reload())
+        if any(s.base_file is None or not s.base_file.path.endswith(".hfile")
+               for s in slices):
+            return done or None
+    values = dict(mdt.properties)
+    values[BASE_FORMAT_KEY] = HFILE
+    values.pop(LEGACY_FORMAT_KEY, None)
+    TableProperties(values).save(mdt.storage)
+    mdt.reload()
+    return done
+
+
 def _log_compact(mdt: MetadataTable, base: str, settings: MetadataServiceSettings,
                  on_step: StepHook) -> str | None:
     instant_time = base + LOG_COMPACTION_SUFFIX
@@ -261,10 +307,13 @@ def _log_compact(mdt: MetadataTable, base: str, settings: MetadataServiceSetting
 
 
 def _schedule_and_run(mdt: MetadataTable, steps: ServiceSteps, instant_time: str,
-                      on_step: StepHook) -> str | None:
+                      on_step: StepHook, slices: Sequence[FileSlice] | None = None
+                      ) -> str | None:
     table = _as_table(mdt)
     guard = _guard(on_step)
-    if schedule_plan(steps, table, _built_slices(mdt), guard, instant_time) is None:
+    if slices is None:
+        slices = _built_slices(mdt)
+    if schedule_plan(steps, table, slices, guard, instant_time) is None:
         return None
     table = table.reload()
     plan = compaction_plan(table.timeline, instant_time, steps.action)
@@ -321,13 +370,17 @@ class _Whole:
         return self.operation.file_group
 
 
-def compaction_steps(mdt: MetadataTable) -> ServiceSteps:
-    """The metadata table's compaction in the shared service path."""
+def compaction_steps(mdt: MetadataTable, whole: bool = False) -> ServiceSteps:
+    """The metadata table's compaction in the shared service path (``whole``: slices
+    without logs too, to rewrite their base files as HFile)."""
 
     def plan_task(table: HudiTable, file_slice: FileSlice) -> Task:
         def plan(attempt: TaskAttempt) -> _Whole | None:
             op = plan_compaction(table.storage, table.timeline, file_slice,
                                  mdt.visible_instants(), reconcile="off")
+            if op is None and whole and not file_slice.log_files:
+                size = (file_slice.base_file.size if file_slice.base_file else 0) / (1 << 20)
+                op = CompactionOperation.of_slice(file_slice, [], size, size)
             # Logs after a block not yet visible would be left in the old slice: wait.
             if op is None or len(op.delta_file_paths) != len(file_slice.log_files):
                 return None
@@ -339,7 +392,7 @@ def compaction_steps(mdt: MetadataTable) -> ServiceSteps:
 
     def commit(table: HudiTable, plan: CompactionPlan, instant_time: str,
                stats: list[WriteStat]) -> tuple[list[WriteStat], CommitMetadata]:
-        return stats, compaction_metadata(stats, S.schema_text())
+        return stats, compaction_metadata(stats, mdt.record_schema)
 
     def restart(table: HudiTable, instant: Instant) -> Instant:
         return restart_compaction(table.storage, table.timeline, instant)
@@ -379,8 +432,10 @@ def _compact_slice(mdt: MetadataTable, operation: CompactionOperation, instant_t
                 KeyFilter(None, None), merged)
     # Deletion markers have done their work: nothing older than this base file is read.
     live = [r for r in merged.values() if is_live(r)]
+    # Always HFile: a compaction of a parquet metadata table converts it (a re-run of a
+    # conversion's compaction a crash left pending too).
     stat = mdt.write_base_file(operation.partition_path, operation.file_id,
-                               S.to_parquet_rows(live), instant_time)
+                               S.to_parquet_rows(live), instant_time, base_format=HFILE)
     stat.prev_commit = operation.base_instant_time
     stat.extra["totalLogFilesCompacted"] = len(operation.delta_file_paths)
     return stat
@@ -404,7 +459,7 @@ def log_compaction_steps(mdt: MetadataTable, settings: LogCompactionSettings) ->
 
     def commit(table: HudiTable, plan: CompactionPlan, instant_time: str,
                stats: list[WriteStat]) -> tuple[list[WriteStat], CommitMetadata]:
-        return stats, log_compaction_metadata(stats, S.schema_text())
+        return stats, log_compaction_metadata(stats, mdt.record_schema)
 
     def restart(table: HudiTable, instant: Instant) -> Instant:
         return table.timeline.transition_to_inflight(instant)
@@ -424,22 +479,6 @@ def log_compaction_steps(mdt: MetadataTable, settings: LogCompactionSettings) ->
         undo=undo,
         tidy=_tidy,
     )
-
-
-def compose_records(older: Record, newer: Record) -> Record:
-    """Two records of one key as one that, merged over any older record, gives what
-    merging both would: as :func:`merge_records`, but a file listing keeps the files a
-    newer entry deletes as deletions (the older record may list them)."""
-    if newer["filesystemMetadata"] is None or older["filesystemMetadata"] is None:
-        return merge_records(older, newer)
-    combined = dict(older["filesystemMetadata"])
-    for name, info in newer["filesystemMetadata"].items():
-        previous = combined.get(name)
-        if previous is None or info["isDeleted"]:
-            combined[name] = info
-        else:
-            combined[name] = {"size": max(previous["size"], info["size"]), "isDeleted": False}
-    return dict(newer, filesystemMetadata=combined)
 
 
 def _log_compact_slice(mdt: MetadataTable, operation: CompactionOperation,
@@ -469,7 +508,7 @@ def _log_compact_slice(mdt: MetadataTable, operation: CompactionOperation,
                     deleted.add(gone.record_key)
                     records.pop(gone.record_key, None)
             continue
-        for record in block_records(data, block):
+        for record in data_block_records(data, block):
             key = record["key"]
             older = records.get(key)
             records[key] = record if older is None else compose_records(older, record)
@@ -477,7 +516,7 @@ def _log_compact_slice(mdt: MetadataTable, operation: CompactionOperation,
     for block in reversed(ordered):  # newest first, as Hudi lists them
         if block.instant_time not in replaced:
             replaced.append(str(block.instant_time))
-    header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: S.schema_text(),
+    header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: mdt.record_schema,
               HeaderKey.COMPACTED_BLOCK_TIMES: ",".join(replaced)}
     encoded = []
     if deleted:
@@ -485,7 +524,7 @@ def _log_compact_slice(mdt: MetadataTable, operation: CompactionOperation,
                                            header))
     rows = [records[k] for k in sorted(records)]
     if rows or not encoded:
-        encoded.append(encode_block(BlockType.AVRO_DATA, header, data_block_content(rows)))
+        encoded.append(encode_data_block(mdt.base_format, header, rows))
     written = create_log_files(mdt.storage, partition, operation.file_id,
                                operation.base_instant_time, instant_time, attempt.write_token,
                                encoded, 1 << 30)

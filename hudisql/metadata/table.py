@@ -1,13 +1,14 @@
 """The metadata table at ``.hoodie/metadata``: a merge-on-read Hudi table of index records.
 
-Its own ``hoodie.properties`` (record key ``key``, parquet base files), its own timeline of
+Its own ``hoodie.properties`` (record key ``key``, HFile base files), its own timeline of
 deltacommits, one folder per metadata partition and a fixed set of file groups per
 partition, created up front (:meth:`MetadataTable.initialize_partition`). Every deltacommit
 uses the instant time of the data-table action it indexes; each writes new log files
-(Avro data blocks of ``HoodieMetadataRecord``, delete blocks for record-index deletes),
-never appending to existing ones. Partition builds write parquet base files at the
+(HFILE_DATA blocks of ``HoodieMetadataRecord``, delete blocks for record-index deletes),
+never appending to existing ones. Partition builds write HFile base files at the
 partition's initialization instant (``<base instant>010``), so later log files extend the
-same file slice.
+same file slice. A metadata table earlier hudisql wrote keeps parquet base files and Avro
+data blocks until it is converted (:mod:`hudisql.metadata.formats`).
 
 A reader sees a metadata instant when it is completed on the metadata timeline and its
 data-table instant is completed (and not rolled back) on the data timeline; merges follow
@@ -31,21 +32,28 @@ import pyarrow.parquet as pq
 from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
 from hudisql.metadata.arrow_records import stored_columns
-from hudisql.metadata.avro import data_block_content
 from hudisql.metadata.config import (
     load_index_definitions,
     save_index_definitions,
     set_partition_state,
 )
+from hudisql.metadata.formats import (
+    EXTENSIONS,
+    HFILE,
+    PARQUET,
+    encode_data_block,
+    hfile_base_file,
+    record_schema_text,
+)
 from hudisql.metadata.partitions import PartitionSpec, partition_spec
 from hudisql.metadata.reader import read_partition
-from hudisql.metadata.records import PartitionUpdate, Record
+from hudisql.metadata.records import PartitionUpdate, Record, SharedRecords
 from hudisql.table.format import properties as P
 from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.format.filenames import BaseFileName, LogFileName, write_token
 from hudisql.table.format.fsview import VisibleInstants
 from hudisql.table.format.instant import Action, Instant, State
-from hudisql.table.format.log.format import BlockType, DeleteRecord, HeaderKey, encode_block
+from hudisql.table.format.log.format import DeleteRecord, HeaderKey
 from hudisql.table.format.log.writer import encode_delete_block
 from hudisql.table.format.timeline import Timeline
 from hudisql.table.io.storage import Storage
@@ -73,8 +81,10 @@ METADATA_PATH = ".hoodie/metadata"
 INIT_SUFFIX = "010"
 #: The data instant of a build on a table with no completed instant yet.
 SOLO_INSTANT = "0" * 17
-#: Our key in the metadata table's hoodie.properties: its base files are parquet, not HFile.
-BASE_FORMAT_KEY = "hoodie.metadata.base.file.format"
+#: Hudi's key of a table's base file format (a metadata table's: ``HFILE``).
+BASE_FORMAT_KEY = "hoodie.table.base.file.format"
+#: The key earlier hudisql also wrote into its (parquet) metadata tables.
+LEGACY_FORMAT_KEY = "hoodie.metadata.base.file.format"
 #: The write token of the files the metadata table writes itself (builds, deltacommits).
 BUILD_TOKEN = write_token(0, 0, 0)
 
@@ -95,8 +105,13 @@ def data_instant_of(metadata_instant: str) -> str:
     return metadata_instant[:17] if len(metadata_instant) > 17 else metadata_instant
 
 
-def metadata_properties(data: HudiTable) -> P.TableProperties:
-    """The hoodie.properties of the metadata table of ``data``."""
+def metadata_properties(data: HudiTable, base_format: str = HFILE) -> P.TableProperties:
+    """The hoodie.properties of the metadata table of ``data``.
+
+    Args:
+        base_format: ``HFILE`` (Hudi's, the default) or ``PARQUET``, the format earlier
+            hudisql wrote (kept to make such tables for tests of their conversion).
+    """
     name = f"{data.name}_metadata"
     database = data.properties.database_name or "default"
     values = {
@@ -109,10 +124,10 @@ def metadata_properties(data: HudiTable) -> P.TableProperties:
         P.KEYGEN_CLASS: "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator",
         P.PAYLOAD_CLASS: "org.apache.hudi.metadata.HoodieMetadataPayload",
         P.ARCHIVE_FOLDER: "archived",
-        P.CREATE_SCHEMA: S.schema_text(),
+        P.CREATE_SCHEMA: record_schema_text(data.properties.version),
         "hoodie.populate.meta.fields": "false",
-        "hoodie.table.base.file.format": "PARQUET",
-        BASE_FORMAT_KEY: "parquet",
+        BASE_FORMAT_KEY: base_format,
+        **({LEGACY_FORMAT_KEY: "parquet"} if base_format == PARQUET else {}),
         P.CHECKSUM: str(P.table_checksum(database, name)),
     }
     return P.TableProperties(values)
@@ -171,8 +186,9 @@ class MetadataTable:
         """Whether ``data`` has a metadata table folder with its hoodie.properties."""
         return data.storage.is_file(f"{METADATA_PATH}/{P.PROPERTIES_FILE}")
 
-    def create_if_absent(self) -> MetadataTable:
-        """Lay down the metadata table's hoodie.properties and folders unless they exist."""
+    def create_if_absent(self, base_format: str = HFILE) -> MetadataTable:
+        """Lay down the metadata table's hoodie.properties and folders unless they exist
+        (``base_format``: see :func:`metadata_properties`)."""
         if not self.storage.is_file(P.PROPERTIES_FILE):
             from hudisql.table.write.create import TIMELINE_FOLDERS
 
@@ -181,7 +197,8 @@ class MetadataTable:
             with contextlib.suppress(FileExistsError):  # another writer was first
                 self.storage.create_if_absent(
                     P.PROPERTIES_FILE,
-                    P.format_properties(metadata_properties(self.data)).encode("ascii"),
+                    P.format_properties(
+                        metadata_properties(self.data, base_format)).encode("ascii"),
                 )
         self._props = self._timeline = None
         return self
@@ -201,6 +218,22 @@ class MetadataTable:
                 )
             self._props = P.TableProperties.load(self.storage)
         return self._props
+
+    @property
+    def base_format(self) -> str:
+        """``HFILE``, or ``PARQUET`` for a metadata table earlier hudisql wrote: the format
+        of the base files and (with it) of the data blocks this table's writers write."""
+        found = self.properties.get(BASE_FORMAT_KEY, HFILE).upper()
+        if found not in EXTENSIONS:
+            raise MetadataTableError(
+                f"the metadata table of table {self.data.name} at {self.data.base_path} keeps "
+                f"{found} base files; hudisql reads and writes HFILE (and earlier PARQUET)")
+        return found
+
+    @property
+    def record_schema(self) -> str:
+        """The ``HoodieMetadataRecord`` schema text its files carry (by table version)."""
+        return record_schema_text(self.data.properties.version)
 
     @property
     def timeline(self) -> Timeline:
@@ -276,7 +309,7 @@ class MetadataTable:
     def write_base_files(
         self, partition: str, records: Sequence[Record] | pa.Table, instant_time: str
     ) -> list[WriteStat]:
-        """Write a partition's records as one parquet base file per file group.
+        """Write a partition's records as one base file per file group.
 
         ``instant_time`` is the partition's initialization instant (the file groups' slice).
         Records (dicts, or rows in the base-file shape) are routed by key.
@@ -293,11 +326,12 @@ class MetadataTable:
 
     def write_base_file(
         self, partition: str, file_id: str, rows: pa.Table, instant_time: str,
-        routed: bool = False,
+        routed: bool = False, base_format: str | None = None,
     ) -> WriteStat:
         """Write one file group's base file: ``rows`` (base-file shape; payload columns
-        may be left out), sorted by key, without the payload columns null in every row
-        (readers restore them: reader.py).
+        may be left out), sorted by key, each key once. An HFile (:attr:`base_format`) of
+        the records in Avro; or, in a parquet metadata table, the rows without the payload
+        columns null in every row (readers restore them: reader.py).
 
         A pure function of storage, so a Spark task can write its file group; the rows must
         all route to ``file_id``. A re-run replaces the file (a half-built partition).
@@ -305,6 +339,8 @@ class MetadataTable:
         Args:
             routed: the caller routed the rows with :meth:`PartitionSpec.route` itself (an
                 index build's writer): they are not hashed again to check.
+            base_format: the format to write (default :attr:`base_format`; a compaction
+                writes HFile into a parquet metadata table it converts).
 
         Raises:
             MetadataTableError: a row whose key belongs to another file group, or a column
@@ -333,24 +369,13 @@ class MetadataTable:
         if rows.num_rows > 1 and not pc.all(pc.less_equal(
                 keys.slice(0, rows.num_rows - 1), keys.slice(1))).as_py():
             rows = rows.sort_by("key")  # a costly take over every column: only when needed
-        name = BaseFileName(file_id, BUILD_TOKEN, instant_time).format()
+        written = base_format or self.base_format
+        name = BaseFileName(file_id, BUILD_TOKEN, instant_time, EXTENSIONS[written]).format()
         rel = posixpath.join(partition, name)
-        sink = io.BytesIO()
-        # The payload columns null in every row are left out (stored_columns): writing
-        # their fifty-odd null leaf columns was more than half the time of writing an
-        # index's base file, and a lookup decoded them too.
-        # Row groups of about two megabytes: a lookup by key decodes only the row groups
-        # whose key range holds it (rows are sorted by key), not the whole file. Statistics
-        # of the key only (what lookups prune by), dictionaries only for the record type
-        # and the record index's locations (few per file group; parquet falls back to
-        # plain pages when there are many): half the write time of the defaults, and
-        # smaller files. Sorted keys share long prefixes, which DELTA_BYTE_ARRAY stores
-        # once: with snappy, a 500k-key record index file writes in 14% less time than
-        # plain zstd pages, reads in half the time, and is a fifth smaller.
-        pq.write_table(rows, sink, compression="snappy", store_schema=False,
-                       row_group_size=_row_group_rows(rows), use_dictionary=_DICTIONARY,
-                       column_encoding={"key": "DELTA_BYTE_ARRAY"}, write_statistics=["key"])
-        data = sink.getvalue()
+        if written == HFILE:
+            data = hfile_base_file(rows, self.record_schema)
+        else:
+            data = _parquet_base_file(rows)
         write_marker(self.storage, instant_time, partition, name, "CREATE")
         self.storage.delete(rel)
         self.storage.create_if_absent(rel, data)
@@ -368,14 +393,13 @@ class MetadataTable:
                 f"{'completed' if instant else 'not on the metadata timeline'}; nothing to complete"
             )
         metadata = CommitMetadata(operation_type="UPSERT_PREPPED",
-                                  extra_metadata={"schema": S.schema_text()})
+                                  extra_metadata={"schema": self.record_schema})
         for stat in stats:
             metadata.add_write_stat(stat)
         timeline.complete(instant, metadata.to_json())
         # Completed: a rollback finds the files in the commit metadata, not the markers.
         self.storage.delete_dir(f"{MARKER_DIR}/{instant_time}")
         self._timeline = None
-
     def build_partition(
         self, partition: str, records: Sequence[Record], base_instant: str | None, count: int
     ) -> str:
@@ -440,9 +464,11 @@ class MetadataTable:
         if self.timeline.get(instant_time) is not None:
             self.rollback(instant_time)
         instant = self._begin(instant_time)
+        schema = self.record_schema
         metadata = CommitMetadata(operation_type="UPSERT_PREPPED",
-                                  extra_metadata={"schema": S.schema_text()})
-        header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: S.schema_text()}
+                                  extra_metadata={"schema": schema})
+        header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema}
+        base_format = self.base_format
         for partition, update in updates.items():
             if not update:
                 metadata.partition_to_write_stats.setdefault(partition, [])
@@ -456,14 +482,13 @@ class MetadataTable:
                       for s in update.shared]
             for index, file_id in enumerate(ids):
                 rows, gone = routed.get(index, []), deleted.get(index, [])
-                alike = [(keys[index], t) for keys, t in shared if index in keys]
-                n_rows = len(rows) + sum(len(keys) for keys, _ in alike)
+                alike = [SharedRecords(keys[index], t) for keys, t in shared if index in keys]
+                n_rows = len(rows) + sum(len(s.keys) for s in alike)
                 if not n_rows and not gone:
                     continue
                 blocks = []
                 if n_rows:
-                    content = data_block_content(rows, alike)
-                    blocks.append(encode_block(BlockType.AVRO_DATA, header, content))
+                    blocks.append(encode_data_block(base_format, header, rows, alike))
                 if gone:
                     blocks.append(encode_delete_block(
                         [DeleteRecord(k, "", 0) for k in gone],
@@ -620,6 +645,26 @@ _DICTIONARY = ["type", *(f"recordIndexMetadata.{name}" for name in (
     "fileIdEncoding"))]
 #: At most this many rows per row group: a lookup decodes every column of its row group.
 ROW_GROUP_MAX_ROWS = 1 << 15
+
+
+def _parquet_base_file(rows: pa.Table) -> bytes:
+    """A base file of a parquet metadata table (one earlier hudisql wrote)."""
+    sink = io.BytesIO()
+    # The payload columns null in every row are left out (stored_columns): writing
+    # their fifty-odd null leaf columns was more than half the time of writing an
+    # index's base file, and a lookup decoded them too.
+    # Row groups of about two megabytes: a lookup by key decodes only the row groups
+    # whose key range holds it (rows are sorted by key), not the whole file. Statistics
+    # of the key only (what lookups prune by), dictionaries only for the record type
+    # and the record index's locations (few per file group; parquet falls back to
+    # plain pages when there are many): half the write time of the defaults, and
+    # smaller files. Sorted keys share long prefixes, which DELTA_BYTE_ARRAY stores
+    # once: with snappy, a 500k-key record index file writes in 14% less time than
+    # plain zstd pages, reads in half the time, and is a fifth smaller.
+    pq.write_table(rows, sink, compression="snappy", store_schema=False,
+                   row_group_size=_row_group_rows(rows), use_dictionary=_DICTIONARY,
+                   column_encoding={"key": "DELTA_BYTE_ARRAY"}, write_statistics=["key"])
+    return sink.getvalue()
 
 
 def _row_group_rows(rows: pa.Table) -> int:

@@ -14,6 +14,7 @@ from hudisql.metadata import schema as S
 from hudisql.metadata.arrow_records import (
     escape_secondary,
     record_index_rows,
+    record_index_rows_at,
     secondary_index_keys,
     secondary_index_rows,
     secondary_key_order,
@@ -112,31 +113,46 @@ def test_slice_rows_equal_the_dict_builders(mor_table: HudiTable) -> None:
                 S.to_parquet_rows(secondary_index_records(mor_table, file_slice, column)))
 
 
-def test_base_files_sorted_with_prefix_encoded_keys(mor_table: HudiTable) -> None:
-    """A metadata base file holds its rows in key order, in row groups a lookup can skip by
-    their key statistics, the keys DELTA_BYTE_ARRAY-encoded and snappy-compressed, and only
-    the payload its records use; a read gives the whole records back."""
-    import pyarrow.parquet as pq
+def test_base_files_are_sorted_hfiles_whose_values_are_the_records_without_keys(
+        mor_table: HudiTable) -> None:
+    """A metadata base file is an HFile of its records in key order, in blocks a lookup
+    reads one of, GZ-compressed, with Hudi's file info (schema, min and max record key);
+    each value is the record's Avro encoding with its key blanked, the same bytes whether
+    made once per distinct payload (as here) or record by record."""
+    from hudisql.metadata.avro import encode_record
+    from hudisql.metadata.formats import RecordEncoder, hfile_values
+    from hudisql.table.format.hfile import Codec, HFileReader
 
     mdt = MetadataTable(mor_table)
     ts = mdt.new_init_instant(mor_table.timeline.last_completed().timestamp)
     mdt.initialize_partition("record_index", 1, ts)
     keys = pa.array([f"key{i:06d}" for i in range(100_000)][::-1])
-    (stat,) = mdt.write_base_files("record_index", record_index_rows(keys, LOC), ts)
-    meta = pq.ParquetFile(mdt.storage.open_input_file(stat.path)).metadata
-    assert meta.num_row_groups > 1
-    column = meta.schema.names.index("key")
-    ranges = [(meta.row_group(i).column(column).statistics.min,
-               meta.row_group(i).column(column).statistics.max)
-              for i in range(meta.num_row_groups)]
-    assert ranges == sorted(ranges) and ranges[0][0] == "key000000"
-    assert all(low <= high < ranges[i + 1][0] for i, (low, high) in enumerate(ranges[:-1]))
-    chunk = meta.row_group(0).column(column)
-    assert "DELTA_BYTE_ARRAY" in chunk.encodings and chunk.compression == "SNAPPY"
-    assert meta.schema.to_arrow_schema().names == ["key", "type", "recordIndexMetadata"]
+    other = RecordLocation("city=nyc", "0a1b2c3d-0000-4000-8000-00000000000e-0",
+                           "20240101000000001")
+    which = pa.array([i % 3 // 2 for i in range(len(keys))], pa.int32())
+    rows = record_index_rows_at(keys, [LOC, other], which)
+    (stat,) = mdt.write_base_files("record_index", rows, ts)
+    assert stat.path.endswith(f"_{ts}.hfile")
+    hfile = HFileReader(mdt.storage.read_bytes(stat.path), stat.path)
+    assert hfile.codec == Codec.GZ and len(hfile.index) > 1 and len(hfile) == len(keys)
+    info = hfile.file_info
+    assert info["schema"].decode() == S.schema_text()
+    assert (info["minRecordKey"], info["maxRecordKey"]) == (b"key000000", b"key099999")
+    pairs = list(hfile.items())
+    assert [k for k, _ in pairs] == sorted(keys.to_pylist())
+    location = {k: w for k, w in zip(keys.to_pylist(), which.to_pylist(), strict=True)}
+    for key, value in pairs[:50] + pairs[-50:]:
+        blank = record_index_record("", (LOC, other)[location[key]])
+        assert value == encode_record(blank)
+    ordered = rows.sort_by("key")
+    one_by_one = [RecordEncoder(S.schema_text()).encode({**r, "key": ""})
+                  for r in S.from_parquet_rows(ordered.slice(1000, 1000))]
+    assert hfile_values(ordered.slice(1000, 1000), RecordEncoder(S.schema_text())).to_pylist() \
+        == one_by_one
     mdt.complete_instant(ts, [stat])
-    got = mdt.reload().read_partition("record_index", keys=["key000007"])
-    assert got == {"key000007": record_index_record("key000007", LOC)}
+    got = mdt.reload().read_partition("record_index", keys=["key000007", "key000002", "nope"])
+    assert got == {k: record_index_record(k, (LOC, other)[location[k]])
+                   for k in ("key000007", "key000002")}
 
 
 def test_base_file_rows_of_another_shape_are_refused(mor_table: HudiTable) -> None:
@@ -155,4 +171,4 @@ def test_base_file_rows_of_another_shape_are_refused(mor_table: HudiTable) -> No
         with pytest.raises(MetadataTableError, match=named):
             mdt.write_base_file("record_index", file_id, bad, ts)
     assert not mdt.storage.list_dir("record_index") or all(
-        not s.name.endswith(".parquet") for s in mdt.storage.list_dir("record_index"))
+        not s.name.endswith(".hfile") for s in mdt.storage.list_dir("record_index"))

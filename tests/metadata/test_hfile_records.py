@@ -12,6 +12,8 @@ import pytest
 from hudi import HudiTable as RsTable
 
 from hudisql.errors import CorruptTableError, MetadataTableError
+from hudisql.metadata import schema as S
+from hudisql.metadata.formats import hfile_base_file, record_schema_text
 from hudisql.metadata.hfile_records import HFileRecords, encode_hfile
 from hudisql.metadata.keys import RecordLocation
 from hudisql.metadata.records import Record
@@ -93,9 +95,31 @@ def test_hudi_rs_reads_the_table_through_hudisql_hfiles_and_refuses_a_damaged_on
     for _, path in _hfiles(rewritten):
         source = HFileRecords(path.read_bytes(), str(path))
         schema = source.hfile.file_info["schema"].decode("utf-8")
-        data = encode_hfile(fixture[path.name], schema_text=schema)
+        # What hudisql writes into a version 8/9 metadata table: Hudi 1.1's schema, the
+        # values made from base-file rows (once per distinct payload).
+        assert schema == record_schema_text(9) == record_schema_text(8)
+        data = hfile_base_file(S.to_parquet_rows(fixture[path.name]), record_schema_text(9))
         assert list(HFileRecords(data, str(path))) == fixture[path.name]
+        assert HFileRecords(encode_hfile(fixture[path.name], schema_text=schema),
+                            str(path)).hfile.file_info["schema"] == schema.encode()
         path.write_bytes(data)
+    # Every HFILE_DATA log block too, as hudisql's deltacommits write them (the header kept).
+    from hudisql.metadata.formats import HFILE, data_block_records, encode_data_block
+    from hudisql.table.format.log.reader import scan_blocks
+
+    rewritten_blocks = 0
+    for log in sorted((rewritten / ".hoodie" / "metadata").glob("*/.*.log.*")):
+        data = log.read_bytes()
+        parts = []
+        for block in scan_blocks(data, log.name):
+            raw = data[block.position:block.position + block.length]
+            if block.block_type.name == "HFILE_DATA":
+                records = data_block_records(data, block)
+                raw = encode_data_block(HFILE, dict(block.header), records)
+                rewritten_blocks += 1
+            parts.append(raw)
+        log.write_bytes(b"".join(parts))
+    assert rewritten_blocks > 10
     assert _rs_view(rewritten) == expected
     assert len(expected[1]) == 12
 

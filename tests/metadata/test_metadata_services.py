@@ -242,3 +242,41 @@ def test_settings_and_file_listing_composition() -> None:
         "a": {"size": 9, "isDeleted": False}, "b": {"size": 0, "isDeleted": True},
         "c": {"size": 1, "isDeleted": False}}
     assert MetadataTableParticipant().options == {}
+
+
+def test_a_parquet_metadata_table_is_converted_to_hfile_by_the_next_write(
+        tmp_path: Path) -> None:
+    """A metadata table earlier hudisql wrote (parquet base files, Avro data blocks) reads
+    as before; the next commit converts it (a compaction of every file group to HFile,
+    then its properties say HFILE), and it stays exact."""
+    from hudisql.metadata.formats import HFILE, PARQUET
+    from hudisql.table.format.log.format import BlockType
+
+    table = new_table(tmp_path / "t")
+    MetadataTable(table).create_if_absent(base_format=PARQUET)
+    table = index_all(table)
+    mdt = MetadataTable(table)
+    assert mdt.base_format == PARQUET
+    assert mdt.properties["hoodie.metadata.base.file.format"] == "parquet"
+    bases = [s.name for p in mdt.partitions() for s in mdt.storage.list_dir(p)
+             if BaseFileName.parse(s.name)]
+    assert bases and all(n.endswith(".parquet") for n in bases)
+    assert_exact(table)
+
+    client = _writer(table, {})
+    _commit(client, 0)  # converts first, then writes its deltacommit
+    mdt = MetadataTable(client.table.reload())
+    assert mdt.base_format == HFILE and "hoodie.metadata.base.file.format" not in mdt.properties
+    assert len(_services(mdt)["compaction"]) == 1
+    kinds: set[BlockType] = set()
+    for partition in mdt.partitions():
+        for found in mdt.latest_slices(partition, mdt.file_group_ids(partition)).values():
+            assert found.base_file is not None and found.base_file.endswith(".hfile")
+            for name in found.log_files:
+                kinds |= {b.block_type for b in scan_log_file(
+                    mdt.storage, f"{partition}/{name}")}
+    assert BlockType.HFILE_DATA in kinds and BlockType.AVRO_DATA not in kinds
+    assert_exact(client.table)
+    _commit(client, 1)
+    assert_exact(client.table)
+    read_both(str(client.table.base_path))

@@ -241,8 +241,8 @@ def test_an_index_being_built_is_not_used(tmp_path: Path) -> None:
 def test_an_unreadable_index_prunes_nothing_and_says_why(tmp_path: Path) -> None:
     table = indexed_table(tmp_path / "t", "COPY_ON_WRITE", partitions=("files", "column_stats"))
     folder = tmp_path / "t" / ".hoodie" / "metadata" / "column_stats"
-    for base in folder.glob("*.parquet"):
-        base.write_bytes(b"not parquet")
+    for base in folder.glob("*.hfile"):
+        base.write_bytes(b"not an hfile")
     result = skip_file_slices(table, table.file_slices(), parse_predicates("fare < 3"))
     assert len(result.kept) == 8
     [step] = result.steps
@@ -325,8 +325,8 @@ def test_timestamps_dates_and_decimals_compare_in_the_column_type(tmp_path: Path
 def test_bloom_filters_still_run_when_the_record_index_cannot_be_read(tmp_path: Path) -> None:
     table = indexed_table(tmp_path / "t", "COPY_ON_WRITE",
                           partitions=("files", "record_index", "bloom_filters"))
-    for base in (tmp_path / "t" / ".hoodie" / "metadata" / "record_index").glob("*.parquet"):
-        base.write_bytes(b"not parquet")
+    for base in (tmp_path / "t" / ".hoodie" / "metadata" / "record_index").glob("*.hfile"):
+        base.write_bytes(b"not an hfile")
     result = skip_file_slices(table, table.file_slices(), parse_predicates("id = 'k007'"))
     first, second = result.steps
     assert (first.index, first.after) == ("record_index", 8) and "not used" in first.note

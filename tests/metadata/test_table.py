@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hudisql.errors import MetadataTableError
-from hudisql.metadata.avro import block_records
+from hudisql.metadata.formats import data_block_records
 from hudisql.metadata.keys import RecordLocation, secondary_index_key, secondary_key_prefix
 from hudisql.metadata.partitions import file_group_index
 from hudisql.metadata.records import (
@@ -50,7 +50,8 @@ def test_initialize_creates_every_file_group_up_front(mor_table: HudiTable) -> N
     assert mdt.reload().timeline.get(ts).is_inflight
     assert mdt.storage.is_file("record_index/.hoodie_partition_metadata")
     props = mdt.properties
-    assert props["hoodie.metadata.base.file.format"] == "parquet"
+    assert props["hoodie.table.base.file.format"] == "HFILE" == mdt.base_format
+    assert "hoodie.metadata.base.file.format" not in props
     assert props.record_key_fields == ["key"] and props.is_mor
     with pytest.raises(MetadataTableError, match="initialized already"):
         mdt.initialize_partition("record_index", 4, ts)
@@ -67,10 +68,10 @@ def test_records_go_to_the_file_group_of_their_key(mor_table: HudiTable) -> None
         if name is None:
             continue
         for block in scan_log_file(mdt.storage, status.path):
-            if block.instant_time == ts and block.block_type.name == "AVRO_DATA":
+            if block.instant_time == ts and block.block_type.name == "HFILE_DATA":
                 index = int(name.file_id.split("-")[2])
                 data = mdt.storage.read_bytes(status.path)
-                found = {file_group_index(r["key"], 3) for r in block_records(data, block)}
+                found = {file_group_index(r["key"], 3) for r in data_block_records(data, block)}
                 assert found == {index}
     got = mdt.read_partition("record_index", keys=["key3", "key7", "nope"])
     assert set(got) == {"key3", "key7"}
@@ -217,7 +218,39 @@ def test_secondary_lookup_by_value_reads_the_value_file_group(mor_table: HudiTab
             continue
         data = mdt.storage.read_bytes(status.path)
         for block in scan_log_file(mdt.storage, status.path):
-            if block.block_type.name == "AVRO_DATA":
-                for r in block_records(data, block):
+            if block.block_type.name == "HFILE_DATA":
+                for r in data_block_records(data, block):
                     owners.setdefault(r["key"].split("$")[0], set()).add(name.file_id)
     assert all(len(groups) == 1 for groups in owners.values())
+
+
+def test_a_damaged_hfile_is_refused_naming_it(mor_table: HudiTable) -> None:
+    """The negative control of the HFile path: a damaged base file or HFILE_DATA block makes
+    a read fail with CorruptTableError naming the file, never a silent miss."""
+    from hudisql.errors import CorruptTableError
+
+    mdt = MetadataTable(mor_table)
+    keys = [f"key{i:03d}" for i in range(300)]
+    mdt.build_partition("record_index", [record_index_record(k, loc()) for k in keys],
+                        mor_table.timeline.last_completed().timestamp, 1)
+    mdt.reload(mor_table.reload())
+    ts = data_instant(mor_table)
+    mdt.reload(mor_table.reload()).write_deltacommit(
+        ts, {"record_index": PartitionUpdate([record_index_record("new", loc("g-0"))])})
+    assert set(mdt.read_partition("record_index", keys=["key007", "new"])) == {"key007", "new"}
+    (base,) = [s for s in mdt.storage.list_dir("record_index") if s.name.endswith(".hfile")]
+    (log, block), = [(s, b) for s in mdt.storage.list_dir("record_index")
+                     if LogFileName.parse(s.name) is not None
+                     for b in scan_log_file(mdt.storage, s.path)
+                     if b.block_type.name == "HFILE_DATA"]
+    # Inside the base file's first data block; inside the HFile a log block holds (the
+    # log block's own framing intact: a damaged frame makes a corrupt block, skipped).
+    for status, at in ((base, 60), (log, block.content_position + 60)):
+        saved = mdt.storage.read_bytes(status.path)
+        damaged = bytearray(saved)
+        damaged[at:at + 40] = bytes(b ^ 0xFF for b in damaged[at:at + 40])
+        mdt.storage.write_atomic(status.path, bytes(damaged))
+        with pytest.raises(CorruptTableError, match=status.name):
+            mdt.read_partition("record_index")
+        mdt.storage.write_atomic(status.path, saved)
+    assert len(mdt.read_partition("record_index")) == 301

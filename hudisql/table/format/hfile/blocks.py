@@ -22,6 +22,9 @@ import struct
 import zlib
 from dataclasses import dataclass
 from enum import Enum, IntEnum
+from typing import cast
+
+from isal import isal_zlib
 
 from hudisql.errors import CorruptTableError, UnsupportedFormatError
 
@@ -44,6 +47,9 @@ BYTES_PER_CHECKSUM = 16384
 _CHECKSUM_SIZE = 4
 _CHECKSUM_NULL = 0
 _HEADER = struct.Struct(">8siiqBii")
+#: What a damaged deflate stream raises (ISA-L's stubs type its error class as an instance).
+_INFLATE_ERRORS: tuple[type[Exception], ...] = (
+    zlib.error, cast("type[Exception]", isal_zlib.error))
 
 
 class BlockType(Enum):
@@ -161,7 +167,10 @@ def _gzip_member(raw: bytes, comment_bytes: int = 0) -> bytes:
     head = b"\x1f\x8b\x08" + bytes([flags]) + b"\x00\x00\x00\x00\x00\xff"
     if comment_bytes:
         head += b" " * (comment_bytes - 1) + b"\x00"
-    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+    # ISA-L's deflate at level 1: five times zlib's speed at level 1 (a metadata base
+    # file of 500k record-index keys: 0.06 s against 0.3 s of CPU), as small as zlib's
+    # level 6. Any deflate stream reads alike (Hudi's and hudi-rs's readers inflate).
+    deflate = isal_zlib.compressobj(1, isal_zlib.DEFLATED, -15)
     body = deflate.compress(raw) + deflate.flush()
     return head + body + struct.pack("<II", zlib.crc32(raw), len(raw) & 0xFFFFFFFF)
 
@@ -196,9 +205,9 @@ def _decompress(payload: bytes, codec: Codec, expected: int, where: str) -> byte
             f"{where} is compressed with {codec.name}; hudisql reads HFiles compressed with "
             "NONE or GZ (Hudi's metadata table uses GZ)")
     try:
-        decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        decoder = isal_zlib.decompressobj(16 + isal_zlib.MAX_WBITS)
         raw = decoder.decompress(payload, expected + 1)
-    except zlib.error as exc:
+    except _INFLATE_ERRORS as exc:
         raise CorruptTableError(f"{where} does not decompress (GZ): {exc}") from None
     if len(raw) != expected or not decoder.eof:
         raise CorruptTableError(

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import bisect
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Protocol
+
+import numpy as np
 
 from hudisql.errors import CorruptTableError, UnsupportedFormatError
 from hudisql.table.format.hfile.blocks import (
@@ -33,6 +35,8 @@ from hudisql.table.format.hfile.trailer import TRAILER_SIZE, Trailer, decode_fil
 __all__ = ["HFileReader", "IndexEntry", "RandomAccessFile"]
 
 _KV_HEAD = struct.Struct(">iih")
+_KV_LENGTHS = struct.Struct(">ii")
+_ROW = struct.Struct(">h")
 _KEY_VALUE_VERSION = "KEY_VALUE_VERSION"
 _MAX_MEMSTORE_TS = "MAX_MEMSTORE_TS_KEY"
 
@@ -200,6 +204,63 @@ class HFileReader:
                 return None
         return None
 
+    def get_many(self, keys: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """The (key, value) pairs of those ``keys`` the file holds, in key order.
+
+        Each block is read and decoded once however many wanted keys it holds (a lookup
+        of many keys, such as an upsert's tagging, walks the file once), and searched by
+        bisection over its records' starts: only the wanted records are cut out.
+        """
+        wanted = sorted({k.encode("utf-8") for k in keys})
+        current = -1
+        raw: bytes = b""
+        starts: Sequence[int] = []
+        for row in wanted:
+            block = bisect.bisect_right(self._first_keys, row) - 1
+            if block < 0:
+                continue
+            if block != current:
+                current = block
+                raw, starts = self._block_starts(block)
+            data = raw
+
+            def row_at(start: int, data: bytes = data) -> bytes:
+                return data[start + 10:start + 10 + _ROW.unpack_from(data, start + 8)[0]]
+
+            i = bisect.bisect_left(starts, row, key=row_at)
+            if i < len(starts) and row_at(starts[i]) == row:
+                key_length, value_length = _KV_LENGTHS.unpack_from(raw, starts[i])
+                value_start = starts[i] + 8 + key_length
+                yield row.decode("utf-8"), raw[value_start:value_start + value_length]
+
+    def _block_starts(self, block: int) -> tuple[bytes, Sequence[int]]:
+        """Data block ``block`` uncompressed, and where each of its records starts (one
+        pass reading only the two lengths of each record; checked as :meth:`block_records`
+        checks them)."""
+        entry = self.index[block]
+        raw = self._block(entry, BlockType.DATA)
+        uniform = _uniform_starts(raw)
+        if uniform is not None:
+            return raw, uniform
+        starts: list[int] = []
+        pos, end = 0, len(raw)
+        unpack = _KV_LENGTHS.unpack_from
+        try:
+            while pos < end:
+                starts.append(pos)
+                key_length, value_length = unpack(raw, pos)
+                if key_length < 12 or value_length < 0:
+                    raise ValueError(f"key length {key_length}, value length {value_length}")
+                pos += 9 + key_length + value_length
+        except (struct.error, ValueError) as exc:
+            raise CorruptTableError(
+                f"{self.where}: the data block at byte {entry.offset} does not decode "
+                f"({exc})") from None
+        if pos != end:
+            raise CorruptTableError(f"{self.where}: the data block at byte {entry.offset} "
+                                    "does not decode (a record runs past the block)")
+        return raw, starts
+
     def scan_prefix(self, prefix: str) -> Iterator[tuple[str, bytes]]:
         """Every (key, value) pair whose key starts with ``prefix``, in key order.
 
@@ -214,6 +275,24 @@ class HFileReader:
                     yield row.decode("utf-8"), value
                 elif row > start:
                     return
+
+
+def _uniform_starts(raw: bytes) -> range | None:
+    """The record starts of a block whose records all have the first one's key and value
+    lengths (record and secondary index blocks often do), checked column-wise: every
+    record's two lengths are read at once, which is exactly where a record-by-record walk
+    would find them. None when the block is not uniform."""
+    end = len(raw)
+    if end < 8:
+        return None
+    key_length, value_length = _KV_LENGTHS.unpack_from(raw, 0)
+    size = 9 + key_length + value_length
+    if key_length < 12 or value_length < 0 or end % size:
+        return None
+    records = np.frombuffer(raw, dtype=np.uint8).reshape(end // size, size)
+    if not (records[:, :8] == records[0, :8]).all():
+        return None
+    return range(0, end, size)
 
 
 def _root_entries(raw: bytes, count: int, with_length: bool, where: str) -> list[IndexEntry]:
