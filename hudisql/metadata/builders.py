@@ -165,7 +165,9 @@ def index_spec(
         fields = tuple(default_stats_columns(table.schema))
     else:
         fields = ()
-    missing = [f for f in fields if f not in data_columns]
+    # Hudi 1.x's column stats also cover the meta columns it populates (commit time,
+    # partition path, record key): every data file has them.
+    missing = [f for f in fields if f not in data_columns and f not in META_COLUMNS]
     if missing:
         raise MetadataTableError(
             f"index {partition} of table {table.name} names columns {missing} the table does "
