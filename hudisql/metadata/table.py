@@ -139,8 +139,10 @@ def _hudi1x_metadata_properties(data: HudiTable, name: str) -> P.TableProperties
     """The hoodie.properties Hudi 1.0/1.1 give the metadata table of a version 8/9 table
     (the data table's version, timeline layout 2, HFile, Hudi's CUSTOM merge mode)."""
     version = str(data.properties.version)
+    database = data.properties.database_name or "default"
     values = {
         P.NAME: name,
+        P.DATABASE: database,
         P.TABLE_TYPE: P.MERGE_ON_READ,
         P.VERSION: version,
         "hoodie.table.initial.version": version,
@@ -157,7 +159,7 @@ def _hudi1x_metadata_properties(data: HudiTable, name: str) -> P.TableProperties
         "hoodie.populate.meta.fields": "false",
         "hoodie.table.timeline.timezone": "UTC",
         BASE_FORMAT_KEY: HFILE,
-        P.CHECKSUM: str(P.table_checksum(data.properties.database_name or "default", name)),
+        P.CHECKSUM: str(P.table_checksum(database, name)),
     }
     return P.TableProperties(values)
 
