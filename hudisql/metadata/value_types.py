@@ -149,3 +149,42 @@ def reader_schema() -> Any:
 
     visit(schema)
     return fastavro.parse_schema(schema)
+
+
+# ------------------------------------------------------------------ secondary index keys
+
+
+def secondary_source(values: Any, version: str | None) -> Any:
+    """The values a secondary index of index version ``version`` keys: Hudi 1.1's ``V2``
+    keys a date by its day number (``19737``, its Avro form), ``V1`` and hudisql's
+    version-6 indexes by its ISO text (``2024-01-15``). Other types are returned as they
+    are (their text is the same in both, or see :func:`v2_keys_match`)."""
+    import pyarrow as pa
+
+    if version == "V2" and pa.types.is_date(values.type):
+        return values.cast(pa.date32()).cast(pa.int32())
+    return values
+
+
+def secondary_texts(pairs: Any, dtype: Any) -> Any:
+    """Secondary (value text, key) pairs of a ``V2`` index on a column of ``dtype``: the
+    ISO texts of dates become day numbers (see :func:`secondary_source`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_date(dtype) or not pairs.num_rows:
+        return pairs
+    days = pc.cast(pc.cast(pairs.column("value"), pa.date32()), pa.int32())
+    return pairs.set_column(pairs.schema.get_field_index("value"), "value",
+                            pc.cast(days, pa.string()))
+
+
+def v2_keys_match(dtype: Any) -> bool:
+    """Whether hudisql keys a ``V2`` secondary index on a column of ``dtype`` exactly as
+    Hudi 1.1 does: strings, integers, booleans and (by :func:`secondary_source`) dates. A
+    lookup on another type would not find Hudi's keys; readers scan instead."""
+    import pyarrow as pa
+
+    return bool(pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
+                or pa.types.is_integer(dtype) or pa.types.is_boolean(dtype)
+                or pa.types.is_date(dtype))
