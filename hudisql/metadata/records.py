@@ -354,34 +354,7 @@ def merge_records(older: Record, newer: Record) -> Record:
                 combined[name] = {"size": max(previous["size"], info["size"]),
                                   "isDeleted": False}
         return dict(newer, filesystemMetadata=combined)
-    if newer["type"] == MetadataPartitionType.PARTITION_STATS.record_type:
-        widened = _widened(older["ColumnStatsMetadata"], newer["ColumnStatsMetadata"])
-        if widened is not None:
-            return dict(newer, ColumnStatsMetadata=widened)
     return newer
-
-
-def _widened(older: Any, newer: Any) -> Any:
-    """Partition stats a Hudi 1.x commit wrote for the files it touched only (not a tight
-    bound): they widen the older stats of the partition (bounds joined, counts added), as
-    Hudi's metadata payload merges them. None when ``newer`` replaces ``older``."""
-    if (older is None or newer is None or newer.get("isTightBound", True)
-            or newer["isDeleted"] or older["isDeleted"]):
-        return None
-
-    def pick(a: Any, b: Any, first: Any) -> Any:
-        if a is None or b is None:
-            return a if b is None else b
-        return a if first(unwrap(a), unwrap(b)) else b
-
-    return {
-        **newer,
-        "minValue": pick(older["minValue"], newer["minValue"], lambda x, y: x <= y),
-        "maxValue": pick(older["maxValue"], newer["maxValue"], lambda x, y: x >= y),
-        **{k: (older.get(k) or 0) + (newer.get(k) or 0)
-           for k in ("valueCount", "nullCount", "totalSize", "totalUncompressedSize")},
-        "isTightBound": bool(older.get("isTightBound")) and False,
-    }
 
 
 def compose_records(older: Record, newer: Record) -> Record:
