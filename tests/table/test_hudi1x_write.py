@@ -128,21 +128,6 @@ def test_completion_times_follow_the_order_instants_complete_in(tmp_path: Path) 
         done_first.completion_time)
 
 
-def test_a_version_9_table_with_a_metadata_table_is_refused_unchanged(tmp_path: Path) -> None:
-    root = copy_table("v9_txns_complex_meta", tmp_path)
-    before = files(root)
-    table = HudiTable.open(root)
-    with pytest.raises(UnsupportedTableVersionError, match=r"metadata table \(\.hoodie/metadata"):
-        WriteClient(table)
-    with pytest.raises(UnsupportedTableVersionError, match="metadata table"):
-        table.timeline.create_requested(Action.DELTACOMMIT)
-    with pytest.raises(UnsupportedTableVersionError, match="metadata table"):
-        run_compaction(table)
-    with pytest.raises(UnsupportedTableVersionError, match="metadata table"):
-        run_clean(table)
-    assert files(root) == before
-
-
 # -- writes on tables Hudi 1.x wrote --------------------------------------------------------------
 
 
