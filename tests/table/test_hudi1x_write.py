@@ -17,7 +17,6 @@ from hudi import HudiTable as RsTable
 from hudisql.errors import (
     InstantExistsError,
     TableServiceError,
-    UnsupportedTableVersionError,
     WriteError,
 )
 from hudisql.services.archive import archive_needed, run_archive
