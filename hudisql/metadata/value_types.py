@@ -82,7 +82,7 @@ def to_value_type(record: dict[str, Any]) -> dict[str, Any]:
         "valueType": {"typeOrdinal": ordinal, "additionalInfo": info}}}
 
 
-def from_value_type(record: dict[str, Any]) -> dict[str, Any]:
+def from_value_type(record: Any) -> Any:
     """``record`` with its column statistics in hudisql's form (``valueType`` dropped)."""
     stats = record.get(_STATS)
     if not stats or "valueType" not in stats:
