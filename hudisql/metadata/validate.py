@@ -135,11 +135,12 @@ def validate_metadata_table(
             skipped.append((partition, str(exc)))
             continue
         checked.append(partition)
+        hudi_1x = table.properties.version >= 8
         expected = {r["key"]: _comparable(r) for r in built if is_live(r)}
         actual = {k: _comparable(r) for k, r in mdt.read_partition(partition).items()
                   if is_live(r) and (r["filesystemMetadata"] is None or live_files(r)
-                                     or k in expected) and (k in expected or not _empty(r))}
-        within = partition == "partition_stats" and table.properties.version >= 8
+                                     or k in expected) and (k in expected or not hudi_1x or not _empty(r))}
+        within = partition == "partition_stats" and hudi_1x
         for key in sorted(set(expected) | set(actual)):
             if within and _within(actual.get(key), expected.get(key)):
                 continue
