@@ -139,7 +139,8 @@ def validate_metadata_table(
         expected = {r["key"]: _comparable(r) for r in built if is_live(r)}
         actual = {k: _comparable(r) for k, r in mdt.read_partition(partition).items()
                   if is_live(r) and (r["filesystemMetadata"] is None or live_files(r)
-                                     or k in expected) and (k in expected or not hudi_1x or not _empty(r))}
+                                     or k in expected)
+                  and (k in expected or not hudi_1x or not _empty(r))}
         within = partition == "partition_stats" and hudi_1x
         for key in sorted(set(expected) | set(actual)):
             if within and _within(actual.get(key), expected.get(key)):

@@ -141,7 +141,8 @@ def test_sql_on_hudi_1_1s_table_with_its_metadata_table(
     session.sql("CREATE INDEX idx_currency ON v9_meta (currency)")
     session.sql("RUN LOG COMPACTION ON v9_meta")
     session.sql("RUN COMPACTION ON v9_meta")
-    session.sql("CALL run_clean(table => 'v9_meta', options => 'hoodie.cleaner.commits.retained=1')")
+    session.sql("CALL run_clean(table => 'v9_meta', "
+                "options => 'hoodie.cleaner.commits.retained=1')")
     table = hudi.HudiTable(path)
     ours = HudiTable.open(path).read().drop_columns(["_hoodie_file_name"])
     theirs = pa.Table.from_batches(table.read()).select(ours.column_names)
