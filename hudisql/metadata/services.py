@@ -538,9 +538,10 @@ def _log_compact_slice(mdt: MetadataTable, operation: CompactionOperation,
     if rows or not encoded:
         encoded.append(encode_data_block(mdt.base_format, header, rows,
                                          value_types=mdt.value_types))
-    written = create_log_files(mdt.storage, partition, operation.file_id,
-                               operation.base_instant_time, instant_time, attempt.write_token,
-                               encoded, 1 << 30)
+    # Layout 2 names the log file after the log compaction that writes it.
+    named = instant_time if mdt.timeline.layout >= 2 else operation.base_instant_time
+    written = create_log_files(mdt.storage, partition, operation.file_id, named,
+                               instant_time, attempt.write_token, encoded, 1 << 30)
     total = sum(size for _, size in written)
     return WriteStat(
         file_id=operation.file_id, path=written[0][0], prev_commit=operation.base_instant_time,
