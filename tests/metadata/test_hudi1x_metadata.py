@@ -46,9 +46,9 @@ def rs_slices(path: Path) -> list[tuple[str, str, tuple[str, ...]]]:
                   for s in RsTable(str(path)).get_file_slices())
 
 
-def client(root: Path) -> WriteClient:
+def client(root: Path, options: dict[str, str] | None = None) -> WriteClient:
     table = HudiTable.open(root)
-    return WriteClient(table, participants=participants_for(table))
+    return WriteClient(table, participants=participants_for(table, options))
 
 
 def same_for_hudi_rs(root: Path) -> None:
@@ -158,10 +158,13 @@ def test_a_version_9_table_hudisql_creates_keeps_hudi_1_1s_metadata_table(
     service(root, run_log_compaction, options={"hoodie.log.compaction.blocks.threshold": "2"})
     service(root, run_compaction)
     same_for_hudi_rs(root)
-    for i in range(10):  # enough metadata deltacommits for the metadata compaction
-        client(root).upsert([rec(0, 10 + i, f"w{i}")])
+    services = {"hoodie.metadata.log.compaction.enable": "true",
+                "hoodie.metadata.log.compaction.blocks.threshold": "3"}
+    for i in range(10):  # enough metadata deltacommits for its log compaction and compaction
+        client(root, services).upsert([rec(0, 10 + i, f"w{i}")])
     mdt_timeline = root / ".hoodie/metadata/.hoodie/timeline"
-    compactions = [n for n in os.listdir(mdt_timeline) if n.endswith(".compaction.requested")]
-    # A fresh instant of its own (17 digits), not Hudi 0.x's <data instant>001.
-    assert compactions and all(len(n.split(".")[0]) == 17 for n in compactions)
+    for action in ("compaction", "logcompaction"):
+        done = [n for n in os.listdir(mdt_timeline) if n.endswith(f".{action}.requested")]
+        # Fresh instants of their own (17 digits), not Hudi 0.x's <data instant>001/005.
+        assert done and all(len(n.split(".")[0]) == 17 for n in done), action
     same_for_hudi_rs(root)
