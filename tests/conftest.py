@@ -78,8 +78,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-
 
 
 def metadata_tables_under(root: Path) -> list[Path]:
-    """Base paths of the version-6 hudi tables under ``root`` with built metadata partitions."""
-    from hudisql.table.format.properties import WRITE_VERSION, TableProperties
+    """Base paths of the tables (of versions hudisql writes) under ``root`` with built
+    metadata partitions."""
+    from hudisql.table.format.properties import WRITABLE_VERSIONS, TableProperties
     from hudisql.table.io.storage import Storage
 
     found = []
@@ -88,7 +89,7 @@ def metadata_tables_under(root: Path) -> list[Path]:
         if base.name == "metadata" and base.parent.name == ".hoodie":
             continue  # a metadata table's own (never nested)
         props = TableProperties.load(Storage(str(base)))
-        if props.version == WRITE_VERSION and props.metadata_partitions:
+        if props.version in WRITABLE_VERSIONS and props.metadata_partitions:
             found.append(base)
     return sorted(found)
 

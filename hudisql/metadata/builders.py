@@ -58,6 +58,7 @@ from hudisql.metadata.records import (
     secondary_index_record,
     secondary_value,
 )
+from hudisql.metadata.value_types import secondary_source
 from hudisql.table.format.filenames import BaseFileName, LogFileName
 from hudisql.table.format.fsview import FileSlice, FileSystemView
 from hudisql.table.format.log.reader import scan_log_file
@@ -112,6 +113,9 @@ class IndexSpec:
     options: Mapping[str, str] = field(default_factory=dict)
     index_type: str = ""
     function: str = "identity"
+    #: The index version of its definition (``V2``: Hudi 1.1's secondary keys of dates
+    #: are day numbers; see :func:`hudisql.metadata.value_types.secondary_source`).
+    version: str | None = None
 
     def expression(self) -> IndexExpression:
         """The function of an expression index, its options checked.
@@ -161,11 +165,17 @@ def index_spec(
             f"secondary index {partition} of table {table.name} has no definition in "
             "index.json; drop it and create it again"
         )
+    elif (spec.kind == MetadataPartitionType.PARTITION_STATS and table.properties.version >= 8
+          and defs.get("column_stats") is not None and defs["column_stats"].source_fields):
+        # Hudi 1.x keeps partition stats of the columns its column stats index.
+        fields = defs["column_stats"].source_fields
     elif spec.kind in (MetadataPartitionType.COLUMN_STATS, MetadataPartitionType.PARTITION_STATS):
         fields = tuple(default_stats_columns(table.schema))
     else:
         fields = ()
-    missing = [f for f in fields if f not in data_columns]
+    # Hudi 1.x's column stats also cover the meta columns it populates (commit time,
+    # partition path, record key): every data file has them.
+    missing = [f for f in fields if f not in data_columns and f not in META_COLUMNS]
     if missing:
         raise MetadataTableError(
             f"index {partition} of table {table.name} names columns {missing} the table does "
@@ -179,7 +189,7 @@ def index_spec(
     if found is None:
         return IndexSpec(partition, spec.kind, tuple(fields), options)
     return IndexSpec(partition, spec.kind, tuple(fields), options,
-                     found.index_type.lower(), found.index_function.lower())
+                     found.index_type.lower(), found.index_function.lower(), found.version)
 
 
 def file_group_count(kind: MetadataPartitionType, record_count: int = 0) -> int:
@@ -395,12 +405,15 @@ def record_index_records(
 
 
 def secondary_index_records(
-    table: HudiTable, file_slice: FileSlice, column: str, as_of: str | None = None
+    table: HudiTable, file_slice: FileSlice, column: str, as_of: str | None = None,
+    version: str | None = None,
 ) -> list[Record]:
-    """Secondary index entries (value -> record key) of one latest file slice."""
+    """Secondary index entries (value -> record key) of one latest file slice
+    (``version``: the index version, see :func:`secondary_source`)."""
     rows = _slice_rows(table, file_slice, [column], as_of)
+    values = secondary_source(rows.column(column), version)
     return [secondary_index_record(secondary_value(v), k) for k, v in
-            zip(rows.column(RECORD_KEY).to_pylist(), rows.column(column).to_pylist(), strict=True)]
+            zip(rows.column(RECORD_KEY).to_pylist(), values.to_pylist(), strict=True)]
 
 
 def record_index_slice_rows(
@@ -457,7 +470,8 @@ def build_partition_records(
         return [r for s in slices for r in record_index_records(table, s, as_of)]
     if kind == MetadataPartitionType.SECONDARY_INDEX:
         column = spec.source_fields[0]
-        return [r for s in slices for r in secondary_index_records(table, s, column, as_of)]
+        return [r for s in slices
+                for r in secondary_index_records(table, s, column, as_of, spec.version)]
     raise MetadataTableError(
         f"hudisql does not build metadata partition {partition} ({kind.name.lower()}) yet"
     )

@@ -60,6 +60,7 @@ from hudisql.metadata.records import (
 from hudisql.metadata.row_changes import AsOf as _AsOf
 from hudisql.metadata.row_changes import RowChanges
 from hudisql.metadata.table import MetadataTable
+from hudisql.metadata.value_types import secondary_texts
 from hudisql.table.format.commit_metadata import CommitMetadata
 from hudisql.table.format.filenames import BaseFileName
 from hudisql.table.format.fsview import FileSlice, FileSystemView
@@ -319,6 +320,9 @@ def _row_updates(
                     f"secondary index {spec.partition} (instant {instant_time})"
                 )
             went, came = change.secondary[column]
+            if spec.version == "V2" and column in table.schema.names:
+                dtype = table.schema.field(column).type
+                went, came = secondary_texts(went, dtype), secondary_texts(came, dtype)
             pairs[spec.partition][0].append(went)
             pairs[spec.partition][1].append(came)
     for spec in specs:

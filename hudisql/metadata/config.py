@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hudisql.errors import CorruptTableError, MetadataTableError
@@ -135,6 +135,20 @@ class IndexDefinition:
         )
 
 
+#: The index versions Hudi 1.1 gives the indexes of a version 9 table (others: ``V1``).
+_V2_TYPES = frozenset({"secondary_index", "column_stats", "partition_stats"})
+
+
+def with_index_version(definition: IndexDefinition, table_version: int) -> IndexDefinition:
+    """``definition`` with the index version Hudi 1.1 writes for ``table_version`` when it
+    has none: none on version 6, ``V1`` on version 8, ``V2`` for secondary indexes and
+    column (and partition) stats on version 9 (``V1`` for the others)."""
+    if definition.version is not None or table_version < 8:
+        return definition
+    v2 = table_version >= 9 and definition.index_type.lower() in _V2_TYPES
+    return replace(definition, version="V2" if v2 else "V1")
+
+
 def _defs_path(props: Mapping[str, str]) -> str:
     return props.get(INDEX_DEFS_PATH_KEY) or DEFAULT_INDEX_DEFS_PATH
 
@@ -168,7 +182,9 @@ def save_index_definitions(
         The table reloaded.
     """
     rel = _defs_path(table.properties)
-    body = {"indexDefinitions": {name: d.to_json() for name, d in sorted(definitions.items())}}
+    version = table.properties.version
+    body = {"indexDefinitions": {name: with_index_version(d, version).to_json()
+                                 for name, d in sorted(definitions.items())}}
     table.storage.makedirs(posixpath.dirname(rel))
     table.storage.write_atomic(rel, json.dumps(body, indent=2).encode("utf-8"))
     if table.properties.get(INDEX_DEFS_PATH_KEY) != rel:

@@ -43,6 +43,7 @@ from hudisql.metadata.hfile_records import (
 )
 from hudisql.metadata.records import Record, SharedRecords, compose_records
 from hudisql.metadata.schema_hudi11 import HUDI_1_1_SCHEMA_TEXT
+from hudisql.metadata.value_types import to_value_type
 from hudisql.table.format.hfile import Codec, HFileWriter
 from hudisql.table.format.log.format import BlockType, HeaderKey, LogBlockInfo, encode_block
 
@@ -86,15 +87,19 @@ class RecordEncoder:
     hand-written encoder (:mod:`hudisql.metadata.avro`), others with fastavro (fields a
     record lacks take the schema's defaults)."""
 
-    def __init__(self, schema_text: str) -> None:
+    def __init__(self, schema_text: str, value_types: bool = False) -> None:
         self.schema_text = schema_text
         self.own = schema_text == S.schema_text()
         self._parsed: Any = None if self.own else _parsed(schema_text)
+        #: Column statistics in version 9's form (:mod:`hudisql.metadata.value_types`).
+        self.value_types = value_types and not self.own
 
     def encode(self, record: Record) -> bytes:
         """The record's Avro binary form."""
         if self.own:
             return encode_record(record)
+        if self.value_types:
+            record = to_value_type(record)
         out = io.BytesIO()
         fastavro.schemaless_writer(out, self._parsed, record)
         return out.getvalue()
@@ -161,8 +166,10 @@ def _hfile(keys: pa.Array, values: pa.Array, schema_text: str, codec: Codec) -> 
     return writer.finish()
 
 
-def hfile_base_file(rows: pa.Table, schema_text: str, codec: Codec = Codec.GZ) -> bytes:
-    """An HFile base file of base-file rows sorted by key, each key once.
+def hfile_base_file(rows: pa.Table, schema_text: str, codec: Codec = Codec.GZ,
+                    value_types: bool = False) -> bytes:
+    """An HFile base file of base-file rows sorted by key, each key once (``value_types``:
+    column statistics in version 9's form).
 
     Raises:
         MetadataTableError: keys out of order or repeated.
@@ -171,15 +178,16 @@ def hfile_base_file(rows: pa.Table, schema_text: str, codec: Codec = Codec.GZ) -
     n = len(keys)
     if n > 1 and pc.any(pc.less_equal(keys.slice(1), keys.slice(0, n - 1))).as_py():
         raise MetadataTableError("metadata base file rows must be sorted by key, each once")
-    return _hfile(keys, hfile_values(rows, RecordEncoder(schema_text)), schema_text, codec)
+    return _hfile(keys, hfile_values(rows, RecordEncoder(schema_text, value_types)),
+                  schema_text, codec)
 
 
 def hfile_block_content(records: Sequence[Record], shared: Sequence[SharedRecords],
-                        schema_text: str) -> bytes:
+                        schema_text: str, value_types: bool = False) -> bytes:
     """The content of an HFILE_DATA block: an HFile (GZ, no meta blocks, as Hudi writes
     them) of the records, sorted by key. Records of one key (the block's order: ``records``
     then ``shared``) become one that merges over older records as they would have."""
-    encoder = RecordEncoder(schema_text)
+    encoder = RecordEncoder(schema_text, value_types)
     key_parts: list[pa.Array] = []
     value_parts: list[pa.Array] = []
     if records:
@@ -199,7 +207,7 @@ def hfile_block_content(records: Sequence[Record], shared: Sequence[SharedRecord
     keys = pa.concat_arrays(key_parts)
     values = pa.concat_arrays(value_parts)
     if pc.count_distinct(keys).as_py() != len(keys):
-        return hfile_block_content(_composed(records, shared), (), schema_text)
+        return hfile_block_content(_composed(records, shared), (), schema_text, value_types)
     order = pc.sort_indices(keys)
     return _hfile(keys.take(order), values.take(order), schema_text, Codec.GZ)
 
@@ -216,13 +224,14 @@ def _composed(records: Sequence[Record], shared: Sequence[SharedRecords]) -> lis
 
 def encode_data_block(base_format: str, header: dict[HeaderKey, str],
                       records: Sequence[Record], shared: Sequence[SharedRecords] = (),
-                      ) -> bytes:
+                      value_types: bool = False) -> bytes:
     """A metadata log data block in the format that goes with ``base_format``: HFILE_DATA
-    for HFile, AVRO_DATA for parquet; ``header`` must hold the records' schema."""
+    for HFile, AVRO_DATA for parquet; ``header`` must hold the records' schema
+    (``value_types``: column statistics in version 9's form)."""
     schema_text = header.get(HeaderKey.SCHEMA) or S.schema_text()
     if base_format == HFILE:
         return encode_block(BlockType.HFILE_DATA, header,
-                            hfile_block_content(records, shared, schema_text))
+                            hfile_block_content(records, shared, schema_text, value_types))
     if schema_text != S.schema_text():
         raise MetadataTableError(
             "metadata Avro data blocks are written in hudisql's own record schema only")

@@ -25,6 +25,7 @@ from hudisql.errors import MetadataTableError
 from hudisql.metadata import schema as S
 from hudisql.metadata.avro import decode_record, encode_record
 from hudisql.metadata.records import Record
+from hudisql.metadata.value_types import from_value_type, reader_schema
 from hudisql.table.format.hfile import Codec, HFileReader
 from hudisql.table.format.hfile.reader import RandomAccessFile
 from hudisql.table.format.hfile.writer import DEFAULT_BLOCK_SIZE, HFileWriter
@@ -80,9 +81,9 @@ class HFileRecords:
             if self._own:
                 record = decode_record(value)
             else:
-                record = fastavro.schemaless_reader(
-                    io.BytesIO(value), self._writer, S.parsed_schema(),
-                    return_record_name=True, return_record_name_override=True)
+                record = from_value_type(fastavro.schemaless_reader(
+                    io.BytesIO(value), self._writer, reader_schema(),
+                    return_record_name=True, return_record_name_override=True))
         except (MetadataTableError, ValueError, EOFError, KeyError) as exc:
             raise MetadataTableError(
                 f"{self.where}: the metadata record of key {key!r} does not decode: {exc}"

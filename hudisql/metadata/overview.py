@@ -18,7 +18,7 @@ from hudisql.metadata.keys import partition_identifier
 from hudisql.metadata.partitions import MetadataPartitionType
 from hudisql.metadata.records import is_live, live_files
 from hudisql.metadata.table import MetadataTable
-from hudisql.table.format.properties import WRITE_VERSION
+from hudisql.table.format.properties import WRITABLE_VERSIONS
 from hudisql.table.table import HudiTable
 
 __all__ = ["metadata_files", "metadata_partitions"]
@@ -38,8 +38,7 @@ def metadata_partitions(table: HudiTable) -> pa.Table:
     """
     props = table.properties
     done, building = completed_partitions(props), inflight_partitions(props)
-    # Version 8+ tables keep Hudi's HFile metadata table: their config is listed, not files.
-    readable = props.version == WRITE_VERSION and MetadataTable.exists_for(table)
+    readable = props.version in WRITABLE_VERSIONS and MetadataTable.exists_for(table)
     mdt = MetadataTable(table) if readable else None
     on_disk = mdt.partitions() if mdt is not None else []
     definitions = load_index_definitions(table)

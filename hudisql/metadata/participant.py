@@ -30,7 +30,7 @@ from hudisql.metadata.services import covered_by_service, rebuild_without, run_m
 from hudisql.metadata.table import MetadataTable
 from hudisql.table.format.commit_metadata import CommitMetadata
 from hudisql.table.format.instant import Instant
-from hudisql.table.format.properties import WRITE_VERSION
+from hudisql.table.format.properties import WRITABLE_VERSIONS
 from hudisql.table.table import HudiTable
 from hudisql.txn.participant import CommitParticipant
 from hudisql.txn.table_service import StepHook, no_step
@@ -120,7 +120,7 @@ class MetadataTableParticipant:
         When a metadata compaction or log compaction merged it already (a completed write
         rolled back later), the built partitions are rebuilt without the instant instead.
         """
-        if table.properties.version == WRITE_VERSION and MetadataTable.exists_for(table):
+        if table.properties.version in WRITABLE_VERSIONS and MetadataTable.exists_for(table):
             mdt = MetadataTable(table)
             if covered_by_service(mdt, instant.timestamp):
                 rebuild_without(table, instant.timestamp)
@@ -132,10 +132,10 @@ def participants_for(table: HudiTable,
                      options: Mapping[str, str] | None = None) -> list[CommitParticipant]:
     """The participants a commit on ``table`` needs: the metadata table's when it has one.
 
-    Only version-6 tables (the ones hudisql writes) get one. ``options`` are the writer's
+    Tables of the versions hudisql writes (6, 8, 9) get one. ``options`` are the writer's
     (``hoodie.metadata.compact.max.delta.commits``, ``hoodie.metadata.log.compaction.*``).
     """
-    if table.properties.version != WRITE_VERSION:
+    if table.properties.version not in WRITABLE_VERSIONS:
         return []
     if has_metadata_table(table.properties) or MetadataTable.exists_for(table):
         return [MetadataTableParticipant(options=options)]

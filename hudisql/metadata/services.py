@@ -55,7 +55,7 @@ from hudisql.metadata.table import (
 from hudisql.table.format.commit_metadata import CommitMetadata, WriteStat
 from hudisql.table.format.filenames import LogFileName
 from hudisql.table.format.fsview import BaseFile, FileSlice, LogFile
-from hudisql.table.format.instant import Action, Instant
+from hudisql.table.format.instant import Action, Instant, new_instant_time
 from hudisql.table.format.log.format import BlockType, DeleteRecord, HeaderKey
 from hudisql.table.format.log.reader import decode_delete_block, scan_blocks
 from hudisql.table.format.log.writer import encode_delete_block
@@ -242,7 +242,7 @@ def _clean_if_due(mdt: MetadataTable, base: str, settings: MetadataServiceSettin
     if last is None:
         return None  # no compaction yet: every slice is the latest
     after = [i for i in timeline.completed() if i.timestamp > last.timestamp]
-    instant_time = base + CLEAN_SUFFIX
+    instant_time = _service_instant(mdt, base, CLEAN_SUFFIX)
     if len(after) < _CLEAN_DELAY or timeline.get(instant_time) is not None:
         return None
     table = _as_table(mdt)
@@ -257,7 +257,7 @@ def _compact_if_due(mdt: MetadataTable, base: str, settings: MetadataServiceSett
     last = timeline.last_completed([Action.COMMIT])
     since = [i for i in timeline.completed([Action.DELTACOMMIT])
              if last is None or i.timestamp > last.timestamp]
-    instant_time = base + COMPACTION_SUFFIX
+    instant_time = _service_instant(mdt, base, COMPACTION_SUFFIX)
     if len(since) < settings.max_delta_commits or timeline.get(instant_time) is not None:
         return None
     return _schedule_and_run(mdt, compaction_steps(mdt), instant_time, on_step)
@@ -280,7 +280,7 @@ def _convert_if_parquet(mdt: MetadataTable, base: str, on_step: StepHook) -> str
     slices = _built_slices(mdt)
     done = ""
     if any(s.base_file is None or not s.base_file.path.endswith(".hfile") for s in slices):
-        instant_time = base + COMPACTION_SUFFIX
+        instant_time = _service_instant(mdt, base, COMPACTION_SUFFIX)
         if mdt.timeline.get(instant_time) is not None:
             return None
         done = _schedule_and_run(mdt, compaction_steps(mdt, whole=True), instant_time,
@@ -299,11 +299,23 @@ def _convert_if_parquet(mdt: MetadataTable, base: str, on_step: StepHook) -> str
 
 def _log_compact(mdt: MetadataTable, base: str, settings: MetadataServiceSettings,
                  on_step: StepHook) -> str | None:
-    instant_time = base + LOG_COMPACTION_SUFFIX
+    instant_time = _service_instant(mdt, base, LOG_COMPACTION_SUFFIX)
     if mdt.timeline.get(instant_time) is not None:
         return None
     lc = LogCompactionSettings(blocks_threshold=settings.blocks_threshold)
     return _schedule_and_run(mdt, log_compaction_steps(mdt, lc), instant_time, on_step)
+
+
+def _service_instant(mdt: MetadataTable, base: str, suffix: str) -> str:
+    """The instant of a metadata service: ``<base><suffix>`` on version 6 (Hudi 0.x's), a
+    fresh instant time after everything on the metadata timeline on layout 2 (Hudi 1.x's:
+    its files are sliced by completion time, and readers know it as the table's own)."""
+    timeline = mdt.timeline
+    if timeline.layout < 2:
+        return base + suffix
+    latest = max([base, *(t for i in timeline.instants
+                          for t in (i.timestamp, i.completion_time or ""))])
+    return new_instant_time(after=latest)
 
 
 def _schedule_and_run(mdt: MetadataTable, steps: ServiceSteps, instant_time: str,
@@ -524,10 +536,12 @@ def _log_compact_slice(mdt: MetadataTable, operation: CompactionOperation,
                                            header))
     rows = [records[k] for k in sorted(records)]
     if rows or not encoded:
-        encoded.append(encode_data_block(mdt.base_format, header, rows))
-    written = create_log_files(mdt.storage, partition, operation.file_id,
-                               operation.base_instant_time, instant_time, attempt.write_token,
-                               encoded, 1 << 30)
+        encoded.append(encode_data_block(mdt.base_format, header, rows,
+                                         value_types=mdt.value_types))
+    # Layout 2 names the log file after the log compaction that writes it.
+    named = instant_time if mdt.timeline.layout >= 2 else operation.base_instant_time
+    written = create_log_files(mdt.storage, partition, operation.file_id, named,
+                               instant_time, attempt.write_token, encoded, 1 << 30)
     total = sum(size for _, size in written)
     return WriteStat(
         file_id=operation.file_id, path=written[0][0], prev_commit=operation.base_instant_time,

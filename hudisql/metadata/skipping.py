@@ -127,8 +127,8 @@ def _steps(context: SkipContext) -> list[tuple[str, Step]]:
 def _context(table: HudiTable, as_of: str | None) -> SkipContext | None:
     """What the steps need, or None when the table has no usable metadata partition."""
     props = table.properties
-    if props.version != P.WRITE_VERSION:
-        return None  # Hudi 1.x tables keep an HFile metadata table hudisql does not read
+    if props.version not in P.WRITABLE_VERSIONS:
+        return None
     usable = frozenset(completed_partitions(props)) - frozenset(inflight_partitions(props))
     if not usable or not MetadataTable.exists_for(table):
         return None

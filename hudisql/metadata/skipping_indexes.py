@@ -59,6 +59,7 @@ from hudisql.metadata.records import Record, column_range, is_live, live_files, 
 from hudisql.metadata.skipping_model import Predicate
 from hudisql.metadata.skipping_values import INEXACT, column_value, comparable, range_may_match
 from hudisql.metadata.table import MetadataTable
+from hudisql.metadata.value_types import secondary_source, v2_keys_match
 from hudisql.table.format.filenames import BaseFileName
 from hudisql.table.format.fsview import FileSlice
 from hudisql.table.format.schema import META_COLUMNS
@@ -233,11 +234,17 @@ def secondary_index_steps(ctx: SkipContext) -> list[tuple[str, Step]]:
         definition = ctx.definitions.get(partition)
         if definition is None or len(definition.source_fields) != 1:
             continue
-        out.append((partition, _secondary_step(partition, definition.source_fields[0])))
+        column = definition.source_fields[0]
+        dtype = ctx.dtype(column)
+        if definition.version == "V2" and dtype is not None and not v2_keys_match(dtype):
+            # Hudi 1.1's V2 keys hold such values in their Avro form, not the text hudisql
+            # looks up: scanning is right, a lookup is not.
+            continue
+        out.append((partition, _secondary_step(partition, column, definition.version)))
     return out
 
 
-def _secondary_step(partition: str, column: str) -> Step:
+def _secondary_step(partition: str, column: str, version: str | None = None) -> Step:
     def step(ctx: SkipContext, slices: list[FileSlice], predicates: Sequence[Predicate]
              ) -> list[FileSlice] | None:
         if (ctx.historical or RECORD_INDEX not in ctx.partitions
@@ -247,7 +254,7 @@ def _secondary_step(partition: str, column: str) -> Step:
         dtype = ctx.dtype(column)
         if values is None or dtype is None:
             return None
-        texts = secondary_strings(pa.array(values, dtype)).to_pylist()
+        texts = secondary_strings(secondary_source(pa.array(values, dtype), version)).to_pylist()
         prefixes = [secondary_key_prefix(t) for t in texts]
         keys: set[str] = set()
         if prefixes:

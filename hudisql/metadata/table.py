@@ -114,6 +114,8 @@ def metadata_properties(data: HudiTable, base_format: str = HFILE) -> P.TablePro
     """
     name = f"{data.name}_metadata"
     database = data.properties.database_name or "default"
+    if data.properties.version >= 8:
+        return _hudi1x_metadata_properties(data, name)
     values = {
         P.NAME: name,
         P.DATABASE: database,
@@ -131,6 +133,41 @@ def metadata_properties(data: HudiTable, base_format: str = HFILE) -> P.TablePro
         P.CHECKSUM: str(P.table_checksum(database, name)),
     }
     return P.TableProperties(values)
+
+
+def _hudi1x_metadata_properties(data: HudiTable, name: str) -> P.TableProperties:
+    """The hoodie.properties Hudi 1.0/1.1 give the metadata table of a version 8/9 table
+    (the data table's version, timeline layout 2, HFile, Hudi's CUSTOM merge mode)."""
+    version = str(data.properties.version)
+    database = data.properties.database_name or "default"
+    values = {
+        P.NAME: name,
+        P.DATABASE: database,
+        P.TABLE_TYPE: P.MERGE_ON_READ,
+        P.VERSION: version,
+        "hoodie.table.initial.version": version,
+        P.TIMELINE_LAYOUT: "2",
+        P.TIMELINE_PATH: "timeline",
+        P.TIMELINE_HISTORY_PATH: "history",
+        P.ARCHIVE_FOLDER: "history",
+        P.RECORD_KEY_FIELDS: "key",
+        P.KEYGEN_TYPE: "HOODIE_TABLE_METADATA",
+        P.PAYLOAD_CLASS: P.METADATA_PAYLOAD,
+        P.MERGE_MODE: "CUSTOM",
+        "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
+        "hoodie.datasource.write.drop.partition.columns": "false",
+        "hoodie.populate.meta.fields": "false",
+        "hoodie.table.timeline.timezone": "UTC",
+        BASE_FORMAT_KEY: HFILE,
+        P.CHECKSUM: str(P.table_checksum(database, name)),
+    }
+    return P.TableProperties(values)
+
+
+def is_init_instant(timestamp: str) -> bool:
+    """Whether a 17-digit metadata instant is one of Hudi 1.x's partition initialization
+    instants (``00000000000000000``, ``...1``, ...: before any data instant)."""
+    return len(timestamp) == 17 and timestamp.startswith("0000000000")
 
 
 @dataclass
@@ -155,24 +192,39 @@ class _Visible(VisibleInstants):
             return False
         assert isinstance(timestamp, str)
         data = data_instant_of(timestamp)
-        return data == SOLO_INSTANT or data in self._data
+        if data == SOLO_INSTANT or data in self._data:
+            return True
+        # Layout 2 (versions 8/9): partition initializations and the metadata table's own
+        # services (compaction, log compaction, clean) take instants of their own.
+        return self.timeline.layout >= 2 and (
+            is_init_instant(timestamp) or self._own_service(timestamp))
+
+    def _own_service(self, timestamp: str) -> bool:
+        return any(f.action in _SERVICE_ACTIONS for f in self.timeline.instant_files(timestamp))
+
+
+#: The actions of the metadata table's own services (their instants are no data instants).
+_SERVICE_ACTIONS = frozenset({Action.COMPACTION, Action.COMMIT, Action.LOGCOMPACTION,
+                              Action.CLEAN})
 
 
 class MetadataTable:
-    """The metadata table of one data table (which must be version 6 to be written)."""
+    """The metadata table of one data table (versions 6, 8 and 9: a version 8/9 table's
+    metadata table is layout 2 like Hudi 1.x's, its log files named after the deltacommit
+    that wrote them and sliced by completion time)."""
 
     def __init__(self, data: HudiTable) -> None:
         """The metadata table of ``data``.
 
         Raises:
-            MetadataTableError: ``data`` is not a version-6 table (Hudi 1.x tables keep an
-                HFile metadata table hudisql does not read).
+            MetadataTableError: ``data`` is a version hudisql does not write.
         """
-        if data.properties.version != P.WRITE_VERSION:
+        if data.properties.version not in P.WRITABLE_VERSIONS:
             raise MetadataTableError(
                 f"table {data.name} at {data.base_path} is version {data.properties.version}: "
-                "its metadata table is Apache Hudi's (HFile); hudisql keeps the metadata table "
-                f"of version-{P.WRITE_VERSION} tables only: manage its indexes with Apache Hudi"
+                "hudisql keeps the metadata table of versions "
+                f"{', '.join(map(str, P.WRITABLE_VERSIONS))} only: manage its indexes with "
+                "Apache Hudi"
             )
         self.data = data
         self.storage = Storage(data.storage.base_uri.rstrip("/") + "/" + METADATA_PATH)
@@ -190,9 +242,10 @@ class MetadataTable:
         """Lay down the metadata table's hoodie.properties and folders unless they exist
         (``base_format``: see :func:`metadata_properties`)."""
         if not self.storage.is_file(P.PROPERTIES_FILE):
-            from hudisql.table.write.create import TIMELINE_FOLDERS
+            from hudisql.table.write.create import LAYOUT_2_FOLDERS, TIMELINE_FOLDERS
 
-            for folder in TIMELINE_FOLDERS:
+            layout_2 = self.data.properties.version >= 8
+            for folder in LAYOUT_2_FOLDERS if layout_2 else TIMELINE_FOLDERS:
                 self.storage.makedirs(folder)
             with contextlib.suppress(FileExistsError):  # another writer was first
                 self.storage.create_if_absent(
@@ -234,6 +287,11 @@ class MetadataTable:
     def record_schema(self) -> str:
         """The ``HoodieMetadataRecord`` schema text its files carry (by table version)."""
         return record_schema_text(self.data.properties.version)
+
+    @property
+    def value_types(self) -> bool:
+        """Whether column statistics are kept in version 9's form (``valueType``)."""
+        return self.data.properties.version >= 9
 
     @property
     def timeline(self) -> Timeline:
@@ -373,7 +431,7 @@ class MetadataTable:
         name = BaseFileName(file_id, BUILD_TOKEN, instant_time, EXTENSIONS[written]).format()
         rel = posixpath.join(partition, name)
         if written == HFILE:
-            data = hfile_base_file(rows, self.record_schema)
+            data = hfile_base_file(rows, self.record_schema, value_types=self.value_types)
         else:
             data = _parquet_base_file(rows)
         write_marker(self.storage, instant_time, partition, name, "CREATE")
@@ -416,8 +474,17 @@ class MetadataTable:
         return ts
 
     def new_init_instant(self, base_instant: str | None) -> str:
-        """The first initialization instant after ``base_instant`` not on the metadata timeline."""
+        """The first initialization instant after ``base_instant`` not on the metadata timeline.
+
+        Layout 2 (versions 8/9): Hudi 1.x's ``00000000000000000``, ``...1``, ...: the first
+        one not on the metadata timeline (``base_instant`` is not part of it).
+        """
         timeline = self.create_if_absent().timeline
+        if timeline.layout >= 2:
+            number = 0
+            while timeline.instant_files(f"{number:017d}"):
+                number += 1
+            return f"{number:017d}"
         offset = 0
         while timeline.get(init_instant_time(base_instant, offset)) is not None:
             offset += 1
@@ -488,15 +555,18 @@ class MetadataTable:
                     continue
                 blocks = []
                 if n_rows:
-                    blocks.append(encode_data_block(base_format, header, rows, alike))
+                    blocks.append(encode_data_block(base_format, header, rows, alike,
+                                                    value_types=self.value_types))
                 if gone:
                     blocks.append(encode_delete_block(
                         [DeleteRecord(k, "", 0) for k in gone],
                         {HeaderKey.INSTANT_TIME: instant_time},
                     ))
                 base = slices[file_id].base_instant
-                written = create_log_files(self.storage, partition, file_id, base, instant_time,
-                                            BUILD_TOKEN, blocks, 1 << 30)
+                # Layout 2 names a log file after the deltacommit that writes it.
+                named = instant_time if self.timeline.layout >= 2 else base
+                written = create_log_files(self.storage, partition, file_id, named,
+                                            instant_time, BUILD_TOKEN, blocks, 1 << 30)
                 for rel, size in written:
                     metadata.add_write_stat(WriteStat(
                         file_id=file_id, path=rel, prev_commit=base, num_writes=n_rows,
@@ -587,6 +657,8 @@ class MetadataTable:
             log = LogFileName.parse(status.name)
             if log is not None and log.file_id in logs and log.extension == "log":
                 logs[log.file_id].append(log)
+        if timeline.layout >= 2:
+            return self._slices_by_completion(partition, ids, bases, logs, ok)
         out = {}
         for file_id in ids:
             candidates = set(bases[file_id]) | {
@@ -609,6 +681,36 @@ class MetadataTable:
                 base_file = bases[file_id].get(base_ts)
                 slice_logs = self._slice_logs(logs[file_id], base_ts) + slice_logs
             out[file_id] = Slice(file_id, base_ts, base_file, slice_logs)
+        return out
+
+    def _slices_by_completion(
+        self, partition: str, ids: Sequence[str], bases: Mapping[str, Mapping[str, str]],
+        logs: Mapping[str, Sequence[LogFileName]], ok: Any,
+    ) -> dict[str, Slice]:
+        """Layout 2: each log file (named after its deltacommit) belongs to the slice of the
+        latest base file no later than that deltacommit's completion (pending: the latest)."""
+        timeline = self.timeline
+        out = {}
+        for file_id in ids:
+            ordered = sorted(bases[file_id])
+            kept: list[tuple[str, str, LogFileName]] = []
+            for lg in logs[file_id]:
+                if not ok(lg.base_instant):
+                    continue
+                instant = timeline.get(lg.base_instant)
+                done = instant.completion_time if instant is not None else None
+                kept.append((done or "\uffff", lg.base_instant, lg))
+            if not ordered and not kept:
+                raise MetadataTableError(
+                    f"file group {file_id} of metadata partition {partition} has no slice on "
+                    "the metadata timeline: drop the partition and build it again"
+                )
+            base_ts = ordered[-1] if ordered else min(k[1] for k in kept)
+            slice_logs = sorted(
+                (k for k in kept if not ordered or k[0] >= base_ts),
+                key=lambda k: (k[0], k[1], k[2].version, k[2].write_token or ""))
+            out[file_id] = Slice(file_id, base_ts, bases[file_id].get(base_ts),
+                                 [k[2].format() for k in slice_logs])
         return out
 
     @staticmethod

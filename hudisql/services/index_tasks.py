@@ -44,6 +44,7 @@ from hudisql.metadata.partitions import MetadataPartitionType, file_group_indexe
 from hudisql.metadata.records import Record, merge_records
 from hudisql.metadata.strings import key_order
 from hudisql.metadata.table import MetadataTable
+from hudisql.metadata.value_types import secondary_source
 from hudisql.table.format.fsview import FileSlice
 from hudisql.table.io.heap import keep_freed_memory
 from hudisql.table.io.storage import Storage
@@ -126,7 +127,8 @@ def unit_piece(table: HudiTable, unit: Unit, definitions: Mapping[str, IndexDefi
         return pa.table({"key": keys})
     column = spec.source_fields[0]
     found = slice_columns(table, unit.file_slice, [column])
-    keys, routes = secondary_index_keys(found.column(column), found.column(RECORD_KEY))
+    keys, routes = secondary_index_keys(secondary_source(found.column(column), spec.version),
+                                        found.column(RECORD_KEY))
     return pa.table({"key": keys, ROUTE: routes})
 
 

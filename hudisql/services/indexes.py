@@ -40,7 +40,7 @@ from hudisql.services.index_build import (
 )
 from hudisql.services.indexer import Indexer, ProgressCallback
 from hudisql.table.format.index_plan import IndexCommitMetadata, pending_indexing
-from hudisql.table.format.properties import WRITE_VERSION
+from hudisql.table.format.properties import WRITABLE_VERSIONS
 from hudisql.table.format.schema import META_COLUMNS
 from hudisql.table.table import HudiTable
 
@@ -103,10 +103,11 @@ class TableIndexes:
 
     def _table(self) -> HudiTable:
         table = HudiTable.open(self.path)
-        if table.properties.version != WRITE_VERSION:
+        if table.properties.version not in WRITABLE_VERSIONS:
             raise UnsupportedTableVersionError(
                 f"table {table.name} is version {table.properties.version}: hudisql builds "
-                f"indexes on version {WRITE_VERSION} tables only; index it with Apache Hudi 1.x")
+                f"indexes on versions {', '.join(map(str, WRITABLE_VERSIONS))} only; index it with "
+                "Apache Hudi 1.x")
         return table
 
     # ------------------------------------------------------------------ create

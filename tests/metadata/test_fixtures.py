@@ -10,13 +10,12 @@ import pytest
 from hudi import HudiTable as RsTable
 
 import hudisql
-from hudisql.errors import MetadataTableError
 from hudisql.metadata.build import build_partitions
 from hudisql.metadata.participant import participants_for
 from hudisql.metadata.table import MetadataTable
 from hudisql.metadata.validate import validate_metadata_table
 from hudisql.table.table import HudiTable
-from tests.fixtures import TABLE_ZIPS, table_path
+from tests.fixtures import TABLE_ZIPS
 
 V6 = sorted(n for n in TABLE_ZIPS if n.startswith("v6"))
 V8 = sorted(n for n in TABLE_ZIPS if n.startswith("v8"))
@@ -43,13 +42,21 @@ def test_hudi_written_tables_get_an_exact_metadata_table(name: str, writable_tab
 
 
 @pytest.mark.parametrize("name", V8)
-def test_version_8_tables_are_left_to_hudi(name: str) -> None:
-    table = HudiTable.open(table_path(name))
-    assert participants_for(table) == []
-    with pytest.raises(MetadataTableError, match="version 8"):
-        MetadataTable(table)
+def test_version_8_tables_get_an_exact_metadata_table(name: str, writable_table: Any) -> None:
+    """Hudi 1.0's tables without a metadata table get one as Hudi 1.x keeps it (layout 2,
+    HFile, Hudi 1.1's record schema): exact, and hudi-rs (which lists a version-8 table
+    through it) reads the same rows."""
+    path: Path = writable_table(name)
+    assert participants_for(HudiTable.open(path)) == []
+    before = rows(str(path))
+    table = build_partitions(HudiTable.open(path), BUILT)
+    result = validate_metadata_table(table)
+    assert result.ok and set(result.partitions) == set(BUILT), str(result)
+    assert MetadataTable(table).timeline.layout == 2
+    assert rows(str(path)) == before
 
 
+@pytest.mark.metadata_stale  # a metadata table faked by hand: its partitions hold no files
 @pytest.mark.parametrize("name", V8)
 def test_version_8_indexes_are_listed_from_their_config(name: str, writable_table: Any) -> None:
     """A Hudi 1.x table with an (HFile) metadata table: listed from hoodie.properties."""

@@ -120,3 +120,43 @@ def test_df_write_creates_a_version_8_table(session: HudiSession, tmp_path: Path
         df.write.format("hudi").mode("append").options(**options).option(
             "hoodie.write.table.version", "9").save(path)
     assert core_rows(path) == before
+
+
+def test_sql_on_hudi_1_1s_table_with_its_metadata_table(
+        session: HudiSession, tmp_path: Path) -> None:
+    """Hudi 1.1's version-9 table with its HFile metadata table (record, secondary and
+    stats indexes): every statement keeps it (the suite validates it after the test), and
+    hudi-rs, which lists the table through it, reads the same rows and slices."""
+    path = str(copy_table("v9_txns_complex_meta", tmp_path))
+    session.sql(f"CREATE TABLE v9_meta USING hudi LOCATION '{path}'")
+    session.sql("""INSERT INTO v9_meta SELECT 'TXN-900', 'ACC-Z', 1700000009000,
+        TIMESTAMP '2024-03-01 10:00:00', DATE '2024-03-01', CAST(5.00 AS DECIMAL(15,2)), 'EUR',
+        'debit', 'hudisql', false, CAST(0.10 AS DECIMAL(10,2)), NULL, 'eu'""")
+    session.sql("UPDATE v9_meta SET merchant_name = 'updated', txn_ts = txn_ts + 1 "
+                "WHERE txn_id = 'TXN-001'")
+    session.sql("DELETE FROM v9_meta WHERE txn_id = 'TXN-003'")
+    session.sql("""MERGE INTO v9_meta t USING (SELECT 'TXN-900' AS txn_id, 'ACC-Z' AS account_id,
+        1700000009999 AS txn_ts) s ON t.txn_id = s.txn_id AND t.account_id = s.account_id
+        WHEN MATCHED THEN UPDATE SET txn_ts = s.txn_ts""")
+    session.sql("CREATE INDEX idx_currency ON v9_meta (currency)")
+    session.sql("RUN LOG COMPACTION ON v9_meta")
+    session.sql("RUN COMPACTION ON v9_meta")
+    session.sql("CALL run_clean(table => 'v9_meta', "
+                "options => 'hoodie.cleaner.commits.retained=1')")
+    table = hudi.HudiTable(path)
+    ours = HudiTable.open(path).read().drop_columns(["_hoodie_file_name"])
+    theirs = pa.Table.from_batches(table.read()).select(ours.column_names)
+    assert ours.sort_by("_hoodie_record_key").to_pylist() == theirs.sort_by(
+        "_hoodie_record_key").to_pylist()
+    mine = sorted((s.file_id, s.base_file.name if s.base_file else "",
+                   tuple(sorted(lg.name for lg in s.log_files)))
+                  for s in HudiTable.open(path).file_system_view().latest_file_slices())
+    assert sorted((s.file_id, s.base_file_name or "", tuple(sorted(s.log_file_names)))
+                  for s in table.get_file_slices()) == mine
+    assert table.compute_table_stats()[0] > 0
+    keys = {r["_hoodie_record_key"]: r for r in ours.to_pylist()}
+    assert keys["txn_id:TXN-001,account_id:ACC-A"]["merchant_name"] == "updated"
+    assert "txn_id:TXN-003,account_id:ACC-A" not in keys
+    assert keys["txn_id:TXN-900,account_id:ACC-Z"]["txn_ts"] == 1700000009999
+    assert "secondary_index_idx_currency" in TableProperties.load(
+        HudiTable.open(path).storage).metadata_partitions

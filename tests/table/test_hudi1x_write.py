@@ -17,7 +17,6 @@ from hudi import HudiTable as RsTable
 from hudisql.errors import (
     InstantExistsError,
     TableServiceError,
-    UnsupportedTableVersionError,
     WriteError,
 )
 from hudisql.services.archive import archive_needed, run_archive
@@ -126,21 +125,6 @@ def test_completion_times_follow_the_order_instants_complete_in(tmp_path: Path) 
     assert second.timestamp < done_second.completion_time < done_first.completion_time
     assert HudiTable.open(root).file_system_view().completion_time(first.timestamp) == (
         done_first.completion_time)
-
-
-def test_a_version_9_table_with_a_metadata_table_is_refused_unchanged(tmp_path: Path) -> None:
-    root = copy_table("v9_txns_complex_meta", tmp_path)
-    before = files(root)
-    table = HudiTable.open(root)
-    with pytest.raises(UnsupportedTableVersionError, match=r"metadata table \(\.hoodie/metadata"):
-        WriteClient(table)
-    with pytest.raises(UnsupportedTableVersionError, match="metadata table"):
-        table.timeline.create_requested(Action.DELTACOMMIT)
-    with pytest.raises(UnsupportedTableVersionError, match="metadata table"):
-        run_compaction(table)
-    with pytest.raises(UnsupportedTableVersionError, match="metadata table"):
-        run_clean(table)
-    assert files(root) == before
 
 
 # -- writes on tables Hudi 1.x wrote --------------------------------------------------------------

@@ -92,7 +92,6 @@ class Timeline:
         self._instants: list[Instant] | None = None
         self._by_time: dict[str, Instant] = {}
         self._rolled_back: set[str] | None = None
-        self._metadata_table: bool | None = None
 
     @classmethod
     def load(cls, storage: Storage, props: TableProperties) -> Timeline:
@@ -317,10 +316,7 @@ class Timeline:
 
         Raises:
             UnsupportedTableVersionError: a version hudisql does not write (or a layout
-                that does not go with its version), or a version 8/9 table with a metadata
-                table: Hudi 1.x keeps that in HFile, which hudisql does not write yet, and a
-                write that left it behind would make Hudi and hudi-rs (which list files
-                through it) miss the write.
+                that does not go with its version).
         """
         if WRITABLE_VERSIONS.get(self.props.version) != self.layout:
             versions = ", ".join(f"{v} (timeline layout {lay})"
@@ -330,26 +326,9 @@ class Timeline:
                 f"layout {self.layout}); hudisql writes versions {versions}: write to it with "
                 "Apache Hudi 1.x"
             )
-        if self.layout >= 2 and not self.props.is_metadata_table and self._has_metadata_table():
-            raise UnsupportedTableVersionError(
-                f"table {self.storage.base_uri} is version {self.props.version} with a metadata "
-                f"table ({METADATA_TABLE_DIR}): hudisql does not yet keep the HFile metadata "
-                "table of a version 8/9 table, and a write without it would leave it stale "
-                "for Hudi and hudi-rs; write to it with Apache Hudi 1.x, or remove the metadata "
-                "table there first (hoodie.metadata.enable=false)"
-            )
 
     def _require_writable(self) -> None:
         self.require_writable()
-
-    def _has_metadata_table(self) -> bool:
-        """Whether the table has a metadata table (looked up once per loaded timeline: a
-        metadata table appears only through writes hudisql refuses on these tables)."""
-        with self._lock:
-            if self._metadata_table is None:
-                self._metadata_table = bool(self.props.metadata_partitions) or (
-                    self.storage.exists(METADATA_TABLE_DIR))
-            return self._metadata_table
 
     def _encode(self, instant: Instant, content: bytes) -> tuple[Instant, bytes]:
         """The instant and content as this timeline's layout writes them.

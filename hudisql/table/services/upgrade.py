@@ -132,9 +132,10 @@ def _check_upgradable(table: HudiTable, where: str) -> None:
             "roll them back first (CALL rollback_to_instant, RUN COMPACTION, ...)")
     if props.metadata_partitions or table.storage.exists(METADATA_TABLE_DIR):
         raise TableServiceError(
-            f"upgrade_table of {where}: it has a metadata table ({METADATA_TABLE_DIR}); "
-            "hudisql does not yet keep the HFile metadata table of version 8/9 tables: drop "
-            "its indexes first (DROP INDEX), or upgrade it with Apache Hudi 1.x")
+            f"upgrade_table of {where}: it has a metadata table ({METADATA_TABLE_DIR}), which "
+            "upgrade_table does not carry across versions yet: drop its indexes first (DROP "
+            "INDEX), upgrade, then create them again (hudisql keeps the metadata table of "
+            "version 8/9 tables), or upgrade it with Apache Hudi 1.x")
 
 
 def _completion_times(files: list[Instant]) -> dict[str, str]:
