@@ -85,6 +85,7 @@ from hudisql.table.format.fsview import FileSlice, LogFile
 from hudisql.table.format.log.format import DeleteRecord
 from hudisql.table.format.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.io.heap import keep_freed_memory
+from hudisql.table.read.merge import read_file_slice
 from hudisql.table.services.clustering import clustered_groups
 from hudisql.table.services.compaction import pending_compaction_bases
 from hudisql.table.table import HudiTable
@@ -111,6 +112,7 @@ from hudisql.table.write.small_files import (
     SmallFile,
     SmallFileSettings,
     average_record_size,
+    insert_sinks,
     small_files,
 )
 from hudisql.txn.schema_evolution import evolve_on_write
@@ -120,7 +122,7 @@ from hudisql.txn.transaction import (
     StepHook,
     Transaction,
 )
-from hudisql.write.index_settings import BUCKET, IndexSettings
+from hudisql.write.index_settings import BLOOM, BUCKET, SIMPLE, IndexSettings
 from hudisql.write.local_write import (
     LOCAL_OPERATIONS,
     insert_shares,
@@ -286,12 +288,15 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
                   rewrite: frozenset[tuple[str, str]] = frozenset(),
                   change_columns: tuple[str, ...] | None = None,
                   stats_columns: tuple[str, ...] | None = None,
-                  compacting: Mapping[tuple[str, str], str] | None = None) -> Any:
+                  compacting: Mapping[tuple[str, str], str] | None = None,
+                  sinks: frozenset[tuple[str, str]] = frozenset()) -> Any:
     """The write task. With ``change_columns`` (the table keeps a record or secondary
     index), each file group's :class:`RowChanges` go back with its write stat; with
     ``stats_columns`` (column or partition stats), each log file's column ranges (the
     metadata participant would otherwise decode it), pickled. ``compacting``: the file
-    groups in a pending compaction and its instant (their log files go on its new slice)."""
+    groups in a pending compaction and its instant (their log files go on its new slice).
+    ``sinks``: insert sinks (:func:`~hudisql.table.write.small_files.insert_sinks`), whose
+    records were not looked up: the task tells their updates from their inserts."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         keep_freed_memory()
@@ -312,6 +317,10 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
             group = data.slice(start, count)
             start += count
             partition = group.column(PARTITION_PATH)[0].as_py()
+            if (partition, file_id) in sinks:
+                group = _resolve_sink(table, slices[(partition, file_id)], group)
+                if not group.num_rows:
+                    continue
             stat, changes, ranges = _write_group(
                 table, spec, operation, instant, token, attempt, group,
                 slices.get((partition, file_id)), partition, file_id, expressions,
@@ -326,6 +335,22 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
             if fault_after is not None and attempt == 0 and written >= fault_after:
                 raise RuntimeError(f"injected failure after {written} file(s) of {instant}")
     return profiled(write)
+
+
+def _resolve_sink(table: HudiTable, file_slice: FileSlice, group: pa.Table) -> pa.Table:
+    """An insert sink's records, as tagging by lookup would have given them: its stored
+    keys read (the slice is a base file alone), a record it does not hold is an insert
+    (``_INSERTED``), and a delete of such a key is dropped (nothing to delete)."""
+    stored = read_file_slice(table.storage, table.properties, table.timeline, file_slice,
+                             columns=[RECORD_KEY]).column(RECORD_KEY).cast(pa.string())
+    new = pc.invert(pc.is_in(group.column(RECORD_KEY), value_set=stored.combine_chunks()))
+    if IS_DELETED in group.column_names:
+        marked = pc.fill_null(group.column(IS_DELETED), False)
+        keep = pc.invert(pc.and_(new, marked))
+        group, new = group.filter(keep), new.filter(keep)
+    if _INSERTED in group.column_names:
+        group = group.drop_columns([_INSERTED])
+    return group.append_column(_INSERTED, new)
 
 
 def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: str, token: str,
@@ -602,6 +627,9 @@ class SparkWriter:
         marked = IS_DELETED in staged.columns and op != "delete"
         tagging: Tagged | None = None
         bucketed = self._index.index_type == BUCKET
+        compacting = pending_compaction_bases(table.timeline) if spec.is_mor else {}
+        sinks: dict[str, SmallFile] = {}
+        small: dict[str, list[SmallFile]] = {}
         if op in OVERWRITES and bucketed:  # new file groups, one per bucket
             tagged = overwrite_buckets(staged, self._index)
             slices: dict[tuple[str, str], FileSlice] = {}
@@ -610,8 +638,20 @@ class SparkWriter:
             slices = {}
         else:
             touched = [str(p) for p in counts] if with_partition else None
-            tagging = self._tag(staged, spec, table, touched)
+            listed = table.file_slices(partitions=touched) if touched is not None else (
+                table.file_slices())
+            if op in ("upsert", "insert") and not bucketed:
+                small = self._small_files(listed, table, spec, sizing)
+            if (op == "upsert" and expressions is None and touched is not None
+                    and self._index.index_type in (SIMPLE, BLOOM)):
+                sinks = insert_sinks(counts, small)
+            tagging = self._tag(staged, spec, table, touched, listed, frozenset(
+                (p, f.file_slice.file_id) for p, f in sinks.items()))
             tagged, slices = tagging.frame, tagging.slices
+            if sinks:  # the records of a sink's partition that no other group holds
+                tagged = tagged.withColumn(_FILE_ID, F.coalesce(F.col(_FILE_ID), F.create_map(
+                    *[F.lit(v) for p, f in sinks.items() for v in (p, f.file_slice.file_id)]
+                )[F.col(PARTITION_PATH)]))
         if op == "insert":
             stored = (tagging.stored() if tagging is not None and tagging.stored is not None
                       else tagged.where(F.col(_FILE_ID).isNotNull()))
@@ -621,7 +661,6 @@ class SparkWriter:
                                  "the table; insert adds new records only: use upsert")
         new_groups = 0
         rewrite: frozenset[tuple[str, str]] = frozenset()
-        compacting = pending_compaction_bases(table.timeline) if spec.is_mor else {}
         if op == "delete" or expressions is not None:  # an expression updates stored keys only
             tagged = tagged.where(F.col(_FILE_ID).isNotNull())
         else:
@@ -632,11 +671,6 @@ class SparkWriter:
                 # The index places inserts (BUCKET): no small-file handling, as in Hudi.
                 tagged, new_groups = tagging.place(tagged)
             else:
-                # Never grow a group being clustered or compacted (as Hudi's small files).
-                held = clustered_groups(table.timeline) | set(compacting)
-                small = ({} if op not in ("upsert", "insert") else small_files(
-                    [s for k, s in slices.items() if k not in held], spec.is_mor, sizing,
-                    average_record_size(table.timeline, sizing)))
                 if spec.is_mor:
                     rewrite = frozenset((p, f.file_slice.file_id)
                                         for p, files in small.items() for f in files)
@@ -651,7 +685,8 @@ class SparkWriter:
         fault = self.options.get(FAULT_AFTER_FILES)
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
                                expressions, rewrite, row_change_columns(table),
-                               file_stats_columns(table), compacting)
+                               file_stats_columns(table), compacting,
+                               frozenset((p, f.file_slice.file_id) for p, f in sinks.items()))
         out = tagged.repartition(groups, _FILE_ID).mapInArrow(writer, _STATS_SCHEMA)
         # At most this many file groups: the touched partitions' slices and the new ids.
         progress.stage("writing file slices", total=len(slices) + new_groups)
@@ -747,10 +782,21 @@ class SparkWriter:
         return self._results(rows, progress)
 
     def _tag(self, staged: DataFrame, spec: _TableSpec, table: HudiTable,
-             touched: list[str] | None) -> Tagged:
+             touched: list[str] | None, listed: list[FileSlice] | None = None,
+             skip: frozenset[tuple[str, str]] = frozenset()) -> Tagged:
         """The records tagged by the write's index (:mod:`hudisql.write.tagging`)."""
         return tag_records(self._index, TagContext(self.spark, table, self._parallelism()),
-                           staged, touched)
+                           staged, touched, listed, skip)
+
+    @staticmethod
+    def _small_files(slices: list[FileSlice], table: HudiTable, spec: _TableSpec,
+                     sizing: SmallFileSettings) -> dict[str, list[SmallFile]]:
+        """The small files among ``slices`` that take inserts, never a group being
+        clustered or compacted (as Hudi's small files)."""
+        held = clustered_groups(table.timeline) | set(
+            pending_compaction_bases(table.timeline) if spec.is_mor else {})
+        return small_files([s for s in slices if (s.partition_path, s.file_id) not in held],
+                           spec.is_mor, sizing, average_record_size(table.timeline, sizing))
 
     def _parallelism(self) -> int:
         """Spark's default parallelism, from the session's configuration (no SparkContext,
