@@ -14,7 +14,11 @@ The driver plans and commits; executors do everything per record, in two Spark j
 3. *tag*: a Spark join of the two; records without a file group (inserts) fill the
    partition's small file groups first (:mod:`hudisql.table.write.small_files`, Hudi's
    ``hoodie.parquet.small.file.limit``), the rest go to new file groups (per partition,
-   ``ceil(records / max records per file)`` ids), by key hash;
+   ``ceil(records / max records per file)`` ids), by key hash. An upsert's partition whose
+   smallest file takes all its inserts (an *insert sink*, ``SIMPLE`` and ``BLOOM``) has
+   that file's keys left out of the lookup: its records no other group holds go to the
+   sink, whose write task tells updates from inserts as it reads the file anyway (so one
+   small file group per partition, the common case, needs no key read and no join);
 4. *write* (``repartition`` by file group into at most twice the cores, then
    ``mapInArrow``): each task sorts its rows by file group and writes each contiguous run
    as one file slice with the core's per-slice functions, returning their write stats. A
@@ -629,6 +633,7 @@ class SparkWriter:
         bucketed = self._index.index_type == BUCKET
         compacting = pending_compaction_bases(table.timeline) if spec.is_mor else {}
         sinks: dict[str, SmallFile] = {}
+        sunk: frozenset[tuple[str, str]] = frozenset()
         small: dict[str, list[SmallFile]] = {}
         if op in OVERWRITES and bucketed:  # new file groups, one per bucket
             tagged = overwrite_buckets(staged, self._index)
@@ -645,8 +650,8 @@ class SparkWriter:
             if (op == "upsert" and expressions is None and touched is not None
                     and self._index.index_type in (SIMPLE, BLOOM)):
                 sinks = insert_sinks(counts, small)
-            tagging = self._tag(staged, spec, table, touched, listed, frozenset(
-                (p, f.file_slice.file_id) for p, f in sinks.items()))
+            sunk = frozenset((p, f.file_slice.file_id) for p, f in sinks.items())
+            tagging = self._tag(staged, spec, table, touched, listed, sunk)
             tagged, slices = tagging.frame, tagging.slices
             if sinks:  # the records of a sink's partition that no other group holds
                 tagged = tagged.withColumn(_FILE_ID, F.coalesce(F.col(_FILE_ID), F.create_map(
@@ -671,13 +676,16 @@ class SparkWriter:
                 # The index places inserts (BUCKET): no small-file handling, as in Hudi.
                 tagged, new_groups = tagging.place(tagged)
             else:
-                if spec.is_mor:
+                if spec.is_mor:  # in a sink's partition, only the sink takes inserts
                     rewrite = frozenset((p, f.file_slice.file_id)
-                                        for p, files in small.items() for f in files)
-                if rewrite:
+                                        for p, files in small.items() for f in files
+                                        if p not in sinks or f == sinks[p])
+                if rewrite - sunk:  # sinks' tasks tell their inserts themselves
                     tagged = tagged.withColumn(_INSERTED, F.col(_FILE_ID).isNull())
-                tagged, new_groups = self._assign_new_groups(tagged, counts, small,
-                                                             sizing.insert_split_size)
+                # A sink's partition has no record left without a file group.
+                tagged, new_groups = self._assign_new_groups(
+                    tagged, {p: n for p, n in counts.items() if p not in sinks}, small,
+                    sizing.insert_split_size)
         tagged = tagged.drop(*WORK_COLUMNS)  # tagging's own columns (none for most types)
         # Every file group in one task; no more tasks than groups or than twice the cores
         # (a task writes its groups one after the other: per-task start-up is the cost).
@@ -685,8 +693,7 @@ class SparkWriter:
         fault = self.options.get(FAULT_AFTER_FILES)
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
                                expressions, rewrite, row_change_columns(table),
-                               file_stats_columns(table), compacting,
-                               frozenset((p, f.file_slice.file_id) for p, f in sinks.items()))
+                               file_stats_columns(table), compacting, sunk)
         out = tagged.repartition(groups, _FILE_ID).mapInArrow(writer, _STATS_SCHEMA)
         # At most this many file groups: the touched partitions' slices and the new ids.
         progress.stage("writing file slices", total=len(slices) + new_groups)
