@@ -104,19 +104,11 @@ def test_merge_on_read_updates_alone_still_go_to_a_log_file(
     expected = _expected(first, update, more)
     assert spark_rows(handle) == expected
     assert rs_rows(handle) == expected
-
-
-def test_an_insert_sink_tells_its_updates_inserts_and_deletes_apart(
-        hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
-    # The partition's small file (B) takes all its inserts: its keys are not looked up,
-    # the other group's (A, with a log file) are; B's write task sorts its records out.
-    handle = new_table("MERGE_ON_READ", partitioned=False)
-    first, update, more = _rows(4), [("k0000", 3, "rider-z", 1.5, "sf")], _rows(2, start=30)
-    for rows in (first, update, more):
-        handle.upsert(frame(hudi_session, rows))
-    before = _slices(handle)
-    (a,) = [fid for fid, s in before.items() if s.log_files]
-    (b,) = [fid for fid in before if fid != a]
+    # The new group (B) is the partition's small file and takes all its inserts (an insert
+    # sink): its keys are not looked up, the other group's (A, with a log file) are; B's
+    # write task tells its updates, inserts and deletes apart.
+    a = file_slice.file_id
+    (b,) = [fid for fid in slices if fid != a]
     marked = "uuid string, ts long, rider string, fare double, city string, " \
              "_hoodie_is_deleted boolean"
     mixed = [("k0001", 4, "in-a", 2.0, "sf", False), ("k0030", 4, "in-b", 3.0, "sf", False),
@@ -129,8 +121,8 @@ def test_an_insert_sink_tells_its_updates_inserts_and_deletes_apart(
     assert after[b].base_instant == result.instant_time and not after[b].log_files
     (stat,) = [s for s in _last_stats(handle) if s["fileId"] == b]
     assert (stat["numInserts"], stat["numUpdateWrites"], stat["numDeletes"]) == (1, 1, 1)
-    expected = _expected(first, update, more, [r[:5] for r in mixed if not r[5]])
-    expected = [r for r in expected if r[0] != "k0031"]
+    expected = [r for r in _expected(first, update, more, [r[:5] for r in mixed if not r[5]])
+                if r[0] != "k0031"]
     assert spark_rows(handle) == expected
     assert rs_rows(handle) == expected
     # Only a delete of a key nobody holds: nothing to write.
