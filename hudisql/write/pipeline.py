@@ -14,7 +14,11 @@ The driver plans and commits; executors do everything per record, in two Spark j
 3. *tag*: a Spark join of the two; records without a file group (inserts) fill the
    partition's small file groups first (:mod:`hudisql.table.write.small_files`, Hudi's
    ``hoodie.parquet.small.file.limit``), the rest go to new file groups (per partition,
-   ``ceil(records / max records per file)`` ids), by key hash;
+   ``ceil(records / max records per file)`` ids), by key hash. An upsert's partition whose
+   smallest file takes all its inserts (an *insert sink*, ``SIMPLE`` and ``BLOOM``) has
+   that file's keys left out of the lookup: its records no other group holds go to the
+   sink, whose write task tells updates from inserts as it reads the file anyway (so one
+   small file group per partition, the common case, needs no key read and no join);
 4. *write* (``repartition`` by file group into at most twice the cores, then
    ``mapInArrow``): each task sorts its rows by file group and writes each contiguous run
    as one file slice with the core's per-slice functions, returning their write stats. A
@@ -85,6 +89,7 @@ from hudisql.table.format.fsview import FileSlice, LogFile
 from hudisql.table.format.log.format import DeleteRecord
 from hudisql.table.format.schema import META_COLUMNS, avro_to_arrow
 from hudisql.table.io.heap import keep_freed_memory
+from hudisql.table.read.merge import read_file_slice
 from hudisql.table.services.clustering import clustered_groups
 from hudisql.table.services.compaction import pending_compaction_bases
 from hudisql.table.table import HudiTable
@@ -111,6 +116,7 @@ from hudisql.table.write.small_files import (
     SmallFile,
     SmallFileSettings,
     average_record_size,
+    insert_sinks,
     small_files,
 )
 from hudisql.txn.schema_evolution import evolve_on_write
@@ -120,7 +126,7 @@ from hudisql.txn.transaction import (
     StepHook,
     Transaction,
 )
-from hudisql.write.index_settings import BUCKET, IndexSettings
+from hudisql.write.index_settings import BLOOM, BUCKET, SIMPLE, IndexSettings
 from hudisql.write.local_write import (
     LOCAL_OPERATIONS,
     insert_shares,
@@ -286,12 +292,15 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
                   rewrite: frozenset[tuple[str, str]] = frozenset(),
                   change_columns: tuple[str, ...] | None = None,
                   stats_columns: tuple[str, ...] | None = None,
-                  compacting: Mapping[tuple[str, str], str] | None = None) -> Any:
+                  compacting: Mapping[tuple[str, str], str] | None = None,
+                  sinks: frozenset[tuple[str, str]] = frozenset()) -> Any:
     """The write task. With ``change_columns`` (the table keeps a record or secondary
     index), each file group's :class:`RowChanges` go back with its write stat; with
     ``stats_columns`` (column or partition stats), each log file's column ranges (the
     metadata participant would otherwise decode it), pickled. ``compacting``: the file
-    groups in a pending compaction and its instant (their log files go on its new slice)."""
+    groups in a pending compaction and its instant (their log files go on its new slice).
+    ``sinks``: insert sinks (:func:`~hudisql.table.write.small_files.insert_sinks`), whose
+    records were not looked up: the task tells their updates from their inserts."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         keep_freed_memory()
@@ -312,6 +321,10 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
             group = data.slice(start, count)
             start += count
             partition = group.column(PARTITION_PATH)[0].as_py()
+            if (partition, file_id) in sinks:
+                group = _resolve_sink(table, slices[(partition, file_id)], group)
+                if not group.num_rows:
+                    continue
             stat, changes, ranges = _write_group(
                 table, spec, operation, instant, token, attempt, group,
                 slices.get((partition, file_id)), partition, file_id, expressions,
@@ -326,6 +339,22 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
             if fault_after is not None and attempt == 0 and written >= fault_after:
                 raise RuntimeError(f"injected failure after {written} file(s) of {instant}")
     return profiled(write)
+
+
+def _resolve_sink(table: HudiTable, file_slice: FileSlice, group: pa.Table) -> pa.Table:
+    """An insert sink's records, as tagging by lookup would have given them: its stored
+    keys read (the slice is a base file alone), a record it does not hold is an insert
+    (``_INSERTED``), and a delete of such a key is dropped (nothing to delete)."""
+    stored = read_file_slice(table.storage, table.properties, table.timeline, file_slice,
+                             columns=[RECORD_KEY]).column(RECORD_KEY).cast(pa.string())
+    new = pc.invert(pc.is_in(group.column(RECORD_KEY), value_set=stored.combine_chunks()))
+    if IS_DELETED in group.column_names:
+        marked = pc.fill_null(group.column(IS_DELETED), False)
+        keep = pc.invert(pc.and_(new, marked))
+        group, new = group.filter(keep), new.filter(keep)
+    if _INSERTED in group.column_names:
+        group = group.drop_columns([_INSERTED])
+    return group.append_column(_INSERTED, new)
 
 
 def _write_group(table: HudiTable, spec: _TableSpec, operation: str, instant: str, token: str,
@@ -603,6 +632,10 @@ class SparkWriter:
         marked = IS_DELETED in staged.columns and op != "delete"
         tagging: Tagged | None = None
         bucketed = self._index.index_type == BUCKET
+        compacting = pending_compaction_bases(table.timeline) if spec.is_mor else {}
+        sinks: dict[str, SmallFile] = {}
+        sunk: frozenset[tuple[str, str]] = frozenset()
+        small: dict[str, list[SmallFile]] = {}
         if op in OVERWRITES and bucketed:  # new file groups, one per bucket
             tagged = overwrite_buckets(staged, self._index)
             slices: dict[tuple[str, str], FileSlice] = {}
@@ -611,8 +644,20 @@ class SparkWriter:
             slices = {}
         else:
             touched = [str(p) for p in counts] if with_partition else None
-            tagging = self._tag(staged, spec, table, touched)
+            listed = table.file_slices(partitions=touched) if touched is not None else (
+                table.file_slices())
+            if op in ("upsert", "insert") and not bucketed:
+                small = self._small_files(listed, table, spec, sizing)
+            if (op == "upsert" and expressions is None and touched is not None
+                    and self._index.index_type in (SIMPLE, BLOOM)):
+                sinks = insert_sinks(counts, small)
+            sunk = frozenset((p, f.file_slice.file_id) for p, f in sinks.items())
+            tagging = self._tag(staged, spec, table, touched, listed, sunk)
             tagged, slices = tagging.frame, tagging.slices
+            if sinks:  # the records of a sink's partition that no other group holds
+                tagged = tagged.withColumn(_FILE_ID, F.coalesce(F.col(_FILE_ID), F.create_map(
+                    *[F.lit(v) for p, f in sinks.items() for v in (p, f.file_slice.file_id)]
+                )[F.col(PARTITION_PATH)]))
         if op == "insert":
             stored = (tagging.stored() if tagging is not None and tagging.stored is not None
                       else tagged.where(F.col(_FILE_ID).isNotNull()))
@@ -622,7 +667,6 @@ class SparkWriter:
                                  "the table; insert adds new records only: use upsert")
         new_groups = 0
         rewrite: frozenset[tuple[str, str]] = frozenset()
-        compacting = pending_compaction_bases(table.timeline) if spec.is_mor else {}
         if op == "delete" or expressions is not None:  # an expression updates stored keys only
             tagged = tagged.where(F.col(_FILE_ID).isNotNull())
         else:
@@ -633,18 +677,16 @@ class SparkWriter:
                 # The index places inserts (BUCKET): no small-file handling, as in Hudi.
                 tagged, new_groups = tagging.place(tagged)
             else:
-                # Never grow a group being clustered or compacted (as Hudi's small files).
-                held = clustered_groups(table.timeline) | set(compacting)
-                small = ({} if op not in ("upsert", "insert") else small_files(
-                    [s for k, s in slices.items() if k not in held], spec.is_mor, sizing,
-                    average_record_size(table.timeline, sizing)))
-                if spec.is_mor:
+                if spec.is_mor:  # in a sink's partition, only the sink takes inserts
                     rewrite = frozenset((p, f.file_slice.file_id)
-                                        for p, files in small.items() for f in files)
-                if rewrite:
+                                        for p, files in small.items() for f in files
+                                        if p not in sinks or f == sinks[p])
+                if rewrite - sunk:  # sinks' tasks tell their inserts themselves
                     tagged = tagged.withColumn(_INSERTED, F.col(_FILE_ID).isNull())
-                tagged, new_groups = self._assign_new_groups(tagged, counts, small,
-                                                             sizing.insert_split_size)
+                # A sink's partition has no record left without a file group.
+                tagged, new_groups = self._assign_new_groups(
+                    tagged, {p: n for p, n in counts.items() if p not in sinks}, small,
+                    sizing.insert_split_size)
         tagged = tagged.drop(*WORK_COLUMNS)  # tagging's own columns (none for most types)
         # Every file group in one task; no more tasks than groups or than twice the cores
         # (a task writes its groups one after the other: per-task start-up is the cost).
@@ -652,7 +694,7 @@ class SparkWriter:
         fault = self.options.get(FAULT_AFTER_FILES)
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
                                expressions, rewrite, row_change_columns(table),
-                               file_stats_columns(table), compacting)
+                               file_stats_columns(table), compacting, sunk)
         out = tagged.repartition(groups, _FILE_ID).mapInArrow(writer, _STATS_SCHEMA)
         # At most this many file groups: the touched partitions' slices and the new ids.
         progress.stage("writing file slices", total=len(slices) + new_groups)
@@ -748,10 +790,21 @@ class SparkWriter:
         return self._results(rows, progress)
 
     def _tag(self, staged: DataFrame, spec: _TableSpec, table: HudiTable,
-             touched: list[str] | None) -> Tagged:
+             touched: list[str] | None, listed: list[FileSlice] | None = None,
+             skip: frozenset[tuple[str, str]] = frozenset()) -> Tagged:
         """The records tagged by the write's index (:mod:`hudisql.write.tagging`)."""
         return tag_records(self._index, TagContext(self.spark, table, self._parallelism()),
-                           staged, touched)
+                           staged, touched, listed, skip)
+
+    @staticmethod
+    def _small_files(slices: list[FileSlice], table: HudiTable, spec: _TableSpec,
+                     sizing: SmallFileSettings) -> dict[str, list[SmallFile]]:
+        """The small files among ``slices`` that take inserts, never a group being
+        clustered or compacted (as Hudi's small files)."""
+        held = clustered_groups(table.timeline) | set(
+            pending_compaction_bases(table.timeline) if spec.is_mor else {})
+        return small_files([s for s in slices if (s.partition_path, s.file_id) not in held],
+                           spec.is_mor, sizing, average_record_size(table.timeline, sizing))
 
     def _parallelism(self) -> int:
         """Spark's default parallelism, from the session's configuration (no SparkContext,

@@ -121,19 +121,29 @@ class Tagged:
 
 
 def tag_records(settings: IndexSettings, ctx: TagContext, staged: DataFrame,
-                touched: list[str] | None) -> Tagged:
+                touched: list[str] | None, listed: list[FileSlice] | None = None,
+                skip: frozenset[tuple[str, str]] = frozenset()) -> Tagged:
     """``staged`` with ``FILE_ID``, looked up by the index ``settings`` name.
 
     ``touched``: the partitions the records go to; None when they name no partition (a
-    delete by key): keys are then looked up in every partition.
+    delete by key): keys are then looked up in every partition. ``listed``: their latest
+    slices when the caller listed them already. ``skip``: (partition, file id) of file
+    groups whose keys need no lookup (insert sinks,
+    :func:`hudisql.table.write.small_files.insert_sinks`): ``SIMPLE`` and ``BLOOM`` read
+    none of their keys, so their stored keys are untagged, as inserts are; the slices
+    returned still include them.
     """
     table = ctx.table
-    slices = table.file_slices(partitions=touched) if touched is not None else (
-        table.file_slices())
+    if listed is not None:
+        slices = listed
+    else:
+        slices = table.file_slices(partitions=touched) if touched is not None else (
+            table.file_slices())
     by_group = {(s.partition_path, s.file_id): s for s in slices}
     kind = settings.index_type
     if kind == BUCKET and touched is not None:
         return _bucket(ctx, settings, staged, touched, by_group)
+    slices = [s for s in slices if (s.partition_path, s.file_id) not in skip]
     if kind == RECORD_INDEX:
         located = _record_index_locations(ctx, staged)
     elif not slices:

@@ -104,6 +104,32 @@ def test_merge_on_read_updates_alone_still_go_to_a_log_file(
     expected = _expected(first, update, more)
     assert spark_rows(handle) == expected
     assert rs_rows(handle) == expected
+    # The new group (B) is the partition's small file and takes all its inserts (an insert
+    # sink): its keys are not looked up, the other group's (A, with a log file) are; B's
+    # write task tells its updates, inserts and deletes apart.
+    a = file_slice.file_id
+    (b,) = [fid for fid in slices if fid != a]
+    marked = "uuid string, ts long, rider string, fare double, city string, " \
+             "_hoodie_is_deleted boolean"
+    mixed = [("k0001", 4, "in-a", 2.0, "sf", False), ("k0030", 4, "in-b", 3.0, "sf", False),
+             ("k0040", 4, "new", 4.0, "sf", False), ("k0031", 4, "gone", 0.0, "sf", True),
+             ("k0099", 4, "absent", 0.0, "sf", True)]
+    result = handle.upsert(hudi_session.spark.createDataFrame(mixed, marked))
+    after = _slices(handle)
+    assert set(after) == {a, b}
+    assert len(after[a].log_files) == 2, "the update of a key in A went to a log of A"
+    assert after[b].base_instant == result.instant_time and not after[b].log_files
+    (stat,) = [s for s in _last_stats(handle) if s["fileId"] == b]
+    assert (stat["numInserts"], stat["numUpdateWrites"], stat["numDeletes"]) == (1, 1, 1)
+    expected = [r for r in _expected(first, update, more, [r[:5] for r in mixed if not r[5]])
+                if r[0] != "k0031"]
+    assert spark_rows(handle) == expected
+    assert rs_rows(handle) == expected
+    # Only a delete of a key nobody holds: nothing to write.
+    handle.upsert(hudi_session.spark.createDataFrame([("k0098", 5, "x", 0.0, "sf", True)],
+                                                     marked))
+    assert _last_stats(handle) == []
+    assert _slices(handle) == after
 
 
 @pytest.mark.parametrize("table_type,rewritten", [("MERGE_ON_READ", 1),

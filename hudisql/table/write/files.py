@@ -150,17 +150,24 @@ def _stamp(
     keys = records.column(RECORD_KEY)
     if keys.null_count:
         raise WriteError(f"records for {file_name_value} have rows without a record key")
-    positions = pa.array(np.arange(n, dtype=np.int64)).cast(pa.string())
     prefix = pa.scalar(f"{instant_time}_{partition_id}_")
-    seqnos = pc.binary_join_element_wise(prefix, positions, "")
-    commit_times = pa.repeat(pa.scalar(instant_time, pa.string()), n)
+
+    def new_seqnos(rows: np.ndarray) -> pa.Array:
+        return pc.binary_join_element_wise(prefix, pa.array(rows).cast(pa.string()), "")
+
     if keep_existing and COMMIT_TIME in records.column_names:
-        # Rows carried over from an earlier file keep the instant and seqno that wrote them.
-        old_times = records.column(COMMIT_TIME).cast(pa.string())
-        kept = pc.is_valid(old_times)
-        old_seqnos = records.column(SEQNO).cast(pa.string())
-        commit_times = pc.if_else(kept, old_times, commit_times)
-        seqnos = pc.if_else(kept, old_seqnos, seqnos)
+        # Rows carried over from an earlier file keep the instant and seqno that wrote them;
+        # only the others get new ones (a rewrite carries most rows over).
+        old_times = records.column(COMMIT_TIME).cast(pa.string()).combine_chunks()
+        fresh = pc.is_null(old_times)
+        rows = np.flatnonzero(fresh.to_numpy(zero_copy_only=False))
+        commit_times = pc.replace_with_mask(
+            old_times, fresh, pa.repeat(pa.scalar(instant_time, pa.string()), len(rows)))
+        seqnos = pc.replace_with_mask(records.column(SEQNO).cast(pa.string()).combine_chunks(),
+                                      fresh, new_seqnos(rows))
+    else:
+        seqnos = new_seqnos(np.arange(n, dtype=np.int64))
+        commit_times = pa.repeat(pa.scalar(instant_time, pa.string()), n)
     meta = {
         COMMIT_TIME: commit_times,
         SEQNO: seqnos,

@@ -22,6 +22,11 @@ more than the small-file limit (``totalWriteBytes / numWrites`` of its base file
 newest :data:`RECENT_COMMITS` commits are read (Hudi reads its active timeline, which
 archiving keeps to about as many; we do not archive, so a write would otherwise read every
 commit the table ever made).
+
+A partition whose first small file can take all of its records (:func:`insert_sinks`) is
+an *insert sink*: every record of it that no other file group holds goes to that file
+group, update or insert alike, so an upsert need not look its keys up (the write task
+tells them apart as it reads the file anyway).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ __all__ = [
     "SmallFile",
     "SmallFileSettings",
     "average_record_size",
+    "insert_sinks",
     "small_files",
 ]
 
@@ -144,3 +150,23 @@ def small_files(slices: Iterable[FileSlice], merge_on_read: bool, settings: Smal
         if merge_on_read:
             found[partition] = files[:settings.candidates]
     return {p: f for p, f in found.items() if f}
+
+
+def insert_sinks(counts: Mapping[str | None, int], small: Mapping[str, list[SmallFile]]
+                 ) -> dict[str, SmallFile]:
+    """Per partition path, the small file that takes every insert of the partition.
+
+    ``counts``: the write's records per partition (an upper bound of its inserts). Inserts
+    fill a partition's small files in order (:func:`small_files`), so when the first one's
+    capacity covers the partition's records, every insert goes to it: the partition's
+    records need looking up only in its other file groups, and those found in none of
+    them belong to the sink, whether its file holds their key (updates) or not (inserts).
+    """
+    out: dict[str, SmallFile] = {}
+    for partition, count in counts.items():
+        if partition is None:
+            continue
+        files = small.get(partition, [])
+        if files and files[0].capacity >= count:
+            out[partition] = files[0]
+    return out
