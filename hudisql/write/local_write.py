@@ -150,7 +150,8 @@ def tag_rows(table: HudiTable, staged: pa.Table, touched: list[str] | None,
     populated = table.properties.get(META_FIELDS, "true").lower() == "true"
     wanted = pc.unique(staged.column(RECORD_KEY)).to_pylist()
     parts, keys, ids = [], [], []
-    for file_slice in candidate_slices(table.storage, slices, wanted, populated):
+    for file_slice in candidate_slices(table.storage, slices, wanted, populated,
+                                       table.timeline):
         stored = read_file_slice(table.storage, table.properties, table.timeline, file_slice,
                                  as_of=as_of, columns=[RECORD_KEY])
         n = stored.num_rows

@@ -38,9 +38,15 @@ def test_only_slices_holding_a_key_are_read_and_tags_stay_exact(tmp_path: Path) 
             for key in pq.read_table(base, columns=[RECORD_KEY]).column(0).to_pylist():
                 by_key[key] = s
     logged = next(s for s in slices if s.log_files and by_key["1"] is s)
-    assert local_keys.candidate_slices(table.storage, slices, ["1"]) == [logged]
-    log_hashes = local_keys._held(table.storage, logged.log_files[0].path,
-                                  logged.log_files[0].size, False)
+    assert local_keys.candidate_slices(table.storage, slices, ["1"], True,
+                                       table.timeline) == [logged]
+    # A log file is kept under its modification time too: a name a later write takes
+    # again (after a rollback deleted the file) is read again.
+    log = logged.log_files[0]
+    assert local_keys.candidate_slices(table.storage, slices, ["9"], True, table.timeline) == []
+    kept = [k for k in local_keys._KEPT if k[0] == table.storage.uri(log.path)]
+    assert kept and all(len(k) == 4 and k[1] == log.size for k in kept)
+    log_hashes = local_keys._held(table.storage, log.path, log.size, None)
     assert log_hashes is not None and local_keys.key_hashes(["1"])[0] in log_hashes
     # A deleted key's slice is still read (deletes only remove): its tag says not stored.
     assert local_keys.candidate_slices(table.storage, slices, ["3"]) == [by_key["3"]]
