@@ -182,7 +182,9 @@ def local_frame(spark: SparkSession, table: HudiTable, slices: Sequence[FileSlic
         for test in tests:
             rows = rows.filter(test.mask(rows.column(test.column)))
         parts.append(rows)
-    rows = pa.concat_tables(parts) if parts else target.empty_table()
+    # One chunk: PySpark 4.3's createDataFrame drops the rows of an Arrow table whose
+    # first batches are empty (two empty slices before the one holding the row: no rows).
+    rows = pa.concat_tables(parts).combine_chunks() if parts else target.empty_table()
     return spark.createDataFrame(rows, schema=schema)
 
 

@@ -17,6 +17,7 @@ upsert commit (deleted rows flagged ``_hoodie_is_deleted``), so it is atomic.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import TYPE_CHECKING
 
@@ -177,15 +178,55 @@ def update(ctx: StatementContext, command: c.Update) -> DataFrame:
     """UPDATE t SET ... [WHERE ...]: the changed rows are upserted in one commit."""
     entry = ctx.require(command.table, "UPDATE")
     values = {a.column: a.value for a in command.assignments}
-    done = api.update(dml_table(ctx, entry), values, command.where, alias=command.alias)
+    table = _pruned(ctx, entry, dml_table(ctx, entry), command.where, command.alias)
+    done = api.update(table, values, command.where, alias=command.alias)
     return affected_frame(ctx.spark, done.num_affected_rows)
 
 
 def delete(ctx: StatementContext, command: c.Delete) -> DataFrame:
     """DELETE FROM t [WHERE ...]: the matching rows' keys are deleted in one commit."""
     entry = ctx.require(command.table, "DELETE")
-    done = api.delete(dml_table(ctx, entry), command.where, alias=command.alias)
+    table = _pruned(ctx, entry, dml_table(ctx, entry), command.where, command.alias)
+    done = api.delete(table, command.where, alias=command.alias)
     return affected_frame(ctx.spark, done.num_affected_rows)
+
+
+def _pruned(ctx: StatementContext, entry: TableEntry, table: api.DmlTable, where: str | None,
+            alias: str | None) -> api.DmlTable:
+    """``table`` reading its target as a SELECT by name reads it (:mod:`hudisql.sql.reads`):
+    only the file slices that may hold rows matching the condition's own conjuncts, a few
+    small ones on the driver with no Spark job (:mod:`hudisql.read.local`). The statement
+    still applies its whole condition to the rows. Unchanged when no conjunct prunes (no
+    WHERE, a subquery, a database-qualified column): Spark reads the table by name."""
+    if where is None:
+        return table
+    qualifier = alias or entry.name.table
+    found = _HudiSource(entry)
+    text = (f"SELECT * FROM {spark_name(entry.name)} AS {quote_identifier(qualifier)} "
+            f"WHERE {where}")
+    refs = reads.scan_references(text, found.columns)
+    if len(refs) != 1 or refs[0].where is None:
+        return table
+    conjuncts = refs[0].where
+
+    def reader() -> DataFrame:
+        from hudisql.read.frame import read_frame
+
+        return read_frame(ctx.spark, found.table, ctx.session.options, where=conjuncts,
+                          filter_rows=False).alias(qualifier)
+    return dataclasses.replace(table, reader=reader)
+
+
+class _HudiSource:
+    """The statement's target, opened once, and its columns for the conjunct analysis."""
+
+    def __init__(self, entry: TableEntry) -> None:
+        self.table = _open(entry)
+        self._columns = {n.lower() for n in self.table.schema.names}
+
+    def columns(self, name: c.TableName) -> set[str] | None:
+        """The target's columns (lower-cased); the analysed text names only the target."""
+        return self._columns
 
 
 def merge(ctx: StatementContext, command: c.Merge) -> DataFrame:

@@ -25,5 +25,10 @@ def empty_frame(spark: SparkSession) -> DataFrame:
 
 
 def affected_frame(spark: SparkSession, count: int) -> DataFrame:
-    """A DML statement's result: one row, ``num_affected_rows``."""
-    return rows_frame(spark, [(count,)], (("num_affected_rows", "BIGINT"),))
+    """A DML statement's result: one row, ``num_affected_rows``.
+
+    Built from Arrow data: a local relation, which Spark returns without a job (a list of
+    Python rows is a job with a Python worker each time the result is collected)."""
+    import pyarrow as pa
+
+    return spark.createDataFrame(pa.table({"num_affected_rows": pa.array([count], pa.int64())}))

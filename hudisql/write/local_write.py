@@ -9,7 +9,9 @@ file slices hold at most :data:`LOCAL_MAX_BYTES` is therefore collected once (it
 Spark job) and then staged, tagged and written by the driver with the same functions the
 executors run (the table core's record keys and partition paths, the stored keys of the
 latest slices as :mod:`hudisql.write.tagging`'s ``SIMPLE`` reads them, the small-file
-rules, the per-slice writes). The files, the commit and the metadata table's records are
+rules, the per-slice writes); only the slices whose files hold one of the statement's keys
+are read (:mod:`hudisql.write.local_keys`), so a statement's cost does not grow with the
+table's rows. The files, the commit and the metadata table's records are
 those the Spark pipeline writes; only where the work runs differs. Writes this module does
 not cover go through Spark as before: keyless tables, the ``BUCKET`` index (it places
 inserts by bucket), overwrites and bulk inserts.
@@ -34,8 +36,9 @@ from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable
 from hudisql.table.write.records import PARTITION_PATH, RECORD_KEY, partition_paths, record_keys
 from hudisql.table.write.small_files import SmallFile
+from hudisql.write.local_keys import candidate_slices
 from hudisql.write.staging import check_partition_paths
-from hudisql.write.tagging import FILE_ID
+from hudisql.write.tagging import FILE_ID, META_FIELDS
 
 __all__ = ["DEFAULT_LOCAL_MAX_RECORDS", "LOCAL_MAX_BYTES", "LOCAL_MAX_RECORDS",
            "LOCAL_OPERATIONS", "local_max_records", "place_inserts", "slices_fit",
@@ -143,8 +146,12 @@ def tag_rows(table: HudiTable, staged: pa.Table, touched: list[str] | None,
     slices = table.file_slices(partitions=touched) if touched is not None else (
         table.file_slices())
     by_group = {(s.partition_path, s.file_id): s for s in slices}
+    # Only the slices whose files hold one of the keys are read (hudisql.write.local_keys).
+    populated = table.properties.get(META_FIELDS, "true").lower() == "true"
+    wanted = pc.unique(staged.column(RECORD_KEY)).to_pylist()
     parts, keys, ids = [], [], []
-    for file_slice in slices:
+    for file_slice in candidate_slices(table.storage, slices, wanted, populated,
+                                       table.timeline):
         stored = read_file_slice(table.storage, table.properties, table.timeline, file_slice,
                                  as_of=as_of, columns=[RECORD_KEY])
         n = stored.num_rows
