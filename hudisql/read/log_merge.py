@@ -1,23 +1,16 @@
 """File slices with log files merged by Spark: base rows through Spark's parquet reader.
 
 A merged slice is its base file minus the rows its logs supersede, plus the log records
-that win (:mod:`hudisql.table.read.log_changes`). The logs are small and decoded on the
-driver into one outcome per record key; Spark does the rest in two steps, with no Python
-in the way of the base rows:
-
-1. *Find*: the base rows holding a touched key, by a broadcast semi-join of the base files'
-   record keys (only the key, the ordering field, and each row's file name and position:
-   Spark's ``_metadata.file_name`` and ``_metadata.row_index``) with the touched keys.
-   These few rows are collected, and the table core decides on the driver, by the merge's
-   own rules, which base positions lose and which log records are emitted (the first base
-   row of a key takes its outcome; under event-time ordering a log record with a lower
-   ordering value loses; keys the base file lacks are inserts).
-2. *Scan*: the base files with a broadcast anti-join on (file name, position) of the
-   losing rows, with column pruning and pushed filters, union the emitted log records (a
-   local relation).
-
-The second step is lazy; the first runs when the DataFrame is built (one Spark job), as
-the snapshot is planned.
+that win (:mod:`hudisql.table.read.log_changes`). The logs are small: they are decoded on
+the driver into one outcome per record key, and the base file's key and ordering columns
+are read there (only those) to find the rows holding a touched key; the table core then
+decides by the merge's own rules which base positions lose and which log records are
+emitted (the first base row of a key takes its outcome; under event-time ordering a log
+record with a lower ordering value loses; keys the base file lacks are inserts).
+:func:`merged_frames` leaves the rest to Spark, with no Python in the way of the base
+rows: the base files through Spark's parquet reader (column pruning, pushed filters) with
+a broadcast anti-join of the losing positions (``_metadata.row_index``, the file name
+compared only where a position matches), union the emitted records (a local relation).
 """
 
 from __future__ import annotations
@@ -27,27 +20,27 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from hudisql.read.datasource import conform
-from hudisql.table.read.log_changes import POSITION_COLUMN, LogChanges
-from hudisql.table.read.merge import RECORD_KEY_COLUMN
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-_FILE = "_hudisql_base_file"
+_FILE, _ROW = "_hudisql_base_file", "_hudisql_row"
+_LOST_FILE, _LOST_ROW = "_hudisql_lost_file", "_hudisql_lost_row"
 
 
 @dataclass
 class MergedSlice:
-    """A slice whose base file Spark reads (by ``uri``) and whose logs changed ``changes``."""
+    """A slice whose base file Spark reads (by ``uri``) minus the rows at ``positions``,
+    plus ``records`` (its log records that are rows of the merged slice)."""
 
     uri: str
-    changes: LogChanges
+    positions: np.ndarray
+    records: pa.Table
 
     @property
     def name(self) -> str:
@@ -56,60 +49,40 @@ class MergedSlice:
 
 
 def merged_frames(spark: SparkSession, plain: StructType, columns: list[str],
-                  slices: list[MergedSlice]) -> list[DataFrame]:
-    """The merged rows of ``slices`` in ``columns`` of the table's Spark schema ``plain``
-    (no field metadata), as DataFrames to union; runs the *find* job (module notes)."""
-    touched = [s for s in slices if s.changes.outcome is not None]
-    untouched = [s.uri for s in slices if s.changes.outcome is None]
+                  base_files: list[str], slices: list[MergedSlice]) -> list[DataFrame]:
+    """The rows of ``base_files`` (read as they are) and of the merged ``slices``, in
+    ``columns`` of the table's Spark schema ``plain`` (no field metadata), as DataFrames
+    to union."""
+    files = base_files + [s.uri for s in slices]
     frames: list[DataFrame] = []
-    if untouched:
-        frames.append(spark.read.schema(plain).parquet(*untouched).select(*columns))
-    if not touched:
-        return frames
-    found = _find(spark, plain, touched)
-    target = to_arrow_schema(StructType([plain[c] for c in columns]), timezone="UTC")
-    lost_names: list[pa.Array] = []
-    lost_rows: list[np.ndarray] = []
-    emitted: list[pa.Table] = []
-    files = found.column(_FILE)
-    for merged in touched:
-        rows = found.filter(pc.equal(files, merged.name))
-        positions, records = merged.changes.resolve(rows)
-        if len(positions):
-            lost_names.append(pa.repeat(pa.scalar(merged.name), len(positions)))
-            lost_rows.append(positions)
-        if records.num_rows:
-            emitted.append(conform(records, target))
-    with_lost = {n.as_py() for names in lost_names for n in names.unique()}
-    plain_files = [s.uri for s in touched if s.name not in with_lost]
-    if plain_files:
-        frames.append(spark.read.schema(plain).parquet(*plain_files).select(*columns))
-    if with_lost:
-        lost = pa.table({_FILE: pa.concat_arrays(lost_names),
-                         POSITION_COLUMN: pa.array(np.concatenate(lost_rows), pa.int64())})
-        base = (spark.read.schema(plain)
-                .parquet(*[s.uri for s in touched if s.name in with_lost])
-                .select(*columns, F.col("_metadata.file_name").alias(_FILE),
-                        F.col("_metadata.row_index").alias(POSITION_COLUMN)))
-        frames.append(base.join(F.broadcast(spark.createDataFrame(lost)),
-                                [_FILE, POSITION_COLUMN], "left_anti").select(*columns))
+    lost = [s for s in slices if len(s.positions)]
+    if files:
+        rows = spark.read.schema(plain).parquet(*files)
+        if lost:
+            rows = _without(spark, rows, lost, columns)
+        # (Each select is one more analysis of the plan: none when nothing changes.)
+        frames.append(rows if columns == plain.fieldNames() else rows.select(*columns))
+    emitted = [s.records for s in slices if s.records.num_rows]
     if emitted:
-        frames.append(spark.createDataFrame(pa.concat_tables(emitted),
-                                            schema=StructType([plain[c] for c in columns])))
+        schema = StructType([plain[c] for c in columns])
+        target = to_arrow_schema(schema, timezone="UTC")
+        frames.append(spark.createDataFrame(
+            pa.concat_tables([conform(r, target) for r in emitted]), schema=schema))
     return frames
 
 
-def _find(spark: SparkSession, plain: StructType, touched: list[MergedSlice]) -> pa.Table:
-    """The base rows of ``touched`` holding a touched key: file name, position, key and
-    ordering value."""
-    keys = pa.concat_tables([
-        pa.table({_FILE: pa.repeat(pa.scalar(s.name), len(s.changes.keys)),
-                  RECORD_KEY_COLUMN: s.changes.keys}) for s in touched])
-    ordering = touched[0].changes.ordering
-    wanted = [F.col("_metadata.file_name").alias(_FILE),
-              F.col("_metadata.row_index").alias(POSITION_COLUMN), F.col(RECORD_KEY_COLUMN)]
-    if ordering is not None:
-        wanted.append(F.col(ordering))
-    base = spark.read.schema(plain).parquet(*[s.uri for s in touched]).select(*wanted)
-    return base.join(F.broadcast(spark.createDataFrame(keys)), [_FILE, RECORD_KEY_COLUMN],
-                     "left_semi").toArrow()
+def _without(spark: SparkSession, rows: DataFrame, lost: list[MergedSlice],
+             columns: list[str]) -> DataFrame:
+    """``rows`` (a parquet read) minus the rows at the ``lost`` slices' positions."""
+    table = pa.table({
+        _FILE: pa.concat_arrays([pa.repeat(pa.scalar(s.name), len(s.positions)) for s in lost]),
+        _ROW: pa.array(np.concatenate([s.positions for s in lost]), pa.int64())})
+    losing = spark.createDataFrame(table).withColumnsRenamed({_FILE: _LOST_FILE, _ROW: _LOST_ROW})
+    rows = rows.select(*columns, F.col("_metadata.file_name").alias(_FILE),
+                       F.col("_metadata.row_index").alias(_ROW))
+    # The position alone is the hash key (a long: Spark's fastest broadcast lookup); the
+    # file name, as two comparisons Spark does not turn into a second key, is checked only
+    # for the few rows whose position some losing row has.
+    name, other = F.col(_FILE), F.col(_LOST_FILE)
+    condition = (F.col(_ROW) == F.col(_LOST_ROW)) & (name >= other) & (name <= other)
+    return rows.join(F.broadcast(losing), condition, "left_anti").select(*columns)

@@ -24,11 +24,15 @@ every fixture and on tables with updates, deletes, stale updates, rollbacks and 
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from pyspark.sql.types import StructField, StructType
 
 from hudisql.read.datasource import spark_schema
@@ -45,17 +49,18 @@ from hudisql.read.options import (
 )
 from hudisql.read.pruning import SliceSelection, select_slices
 from hudisql.read.spark_files import spark_opens
-from hudisql.table.read.log_changes import log_changes
+from hudisql.table.read.log_changes import log_changes, touched_base_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from hudisql.table.format.fsview import FileSlice
     from hudisql.table.table import HudiTable
 
 #: Above this many touched keys in all, further slices with logs are read whole by the data
 #: source (the losing positions travel to every task in a broadcast).
 MAX_MERGED_KEYS = 2_000_000
-#: Above this many bytes of decoded log records in all, likewise (they are held on the
+#: Above this many bytes of winning log records in all, likewise (they are held on the
 #: driver and handed to Spark as a local relation).
 MAX_MERGED_BYTES = 256 << 20
 #: The read option that merges slices with log files by Spark (default ``true``; ``false``:
@@ -77,6 +82,8 @@ class SnapshotPlan:
     #: Slices with log files merged by Spark (:mod:`hudisql.read.log_merge`).
     merged: list[MergedSlice] = field(default_factory=list)
     whole: list[tuple[str, str]] = field(default_factory=list)
+    #: Slices with log files not yet resolved (:func:`resolve_logs`).
+    pending: list[FileSlice] = field(default_factory=list)
     #: The slices kept by the read's fixed predicate (all of them without one).
     selection: SliceSelection | None = None
 
@@ -87,15 +94,16 @@ class SnapshotPlan:
 
 def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: bool = True,
                   where: str | None = None, data_skipping: bool = True,
-                  spark_files: bool = True, columns: Sequence[str] | None = None
-                  ) -> SnapshotPlan | None:
+                  spark_files: bool = True, columns: Sequence[str] | None = None,
+                  resolve: bool = True) -> SnapshotPlan | None:
     """Sort the file slices of ``table`` as of ``as_of`` (default: latest) by how each is
     read; returns None when this plan does not apply (see :func:`snapshot_frame`).
 
     ``split_touched``: slices with log files are merged by Spark (module notes); their logs
-    are decoded here, into records of ``columns`` (default all). ``where``: only the slices
-    that may hold rows matching this SQL predicate (:func:`hudisql.read.pruning.select_slices`,
-    with the metadata table's indexes when ``data_skipping``). ``spark_files``: Spark can
+    are resolved here (unless not ``resolve``: :func:`resolve_logs` then), into records of
+    ``columns`` (default all). ``where``: only the slices that may hold rows matching this
+    SQL predicate (:func:`hudisql.read.pruning.select_slices`, with the metadata table's
+    indexes when ``data_skipping``). ``spark_files``: Spark can
     open the table's files by path (:func:`hudisql.read.spark_files.spark_opens`); when
     not, every slice is read whole by the data source.
 
@@ -111,32 +119,61 @@ def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: boo
     if as_of:
         table.check_readable_as_of(snapshot)
     plan = SnapshotPlan(snapshot)
-    keys, size = (MAX_MERGED_KEYS, MAX_MERGED_BYTES) if split_touched else (0, 0)
     plan.selection = select_slices(table, table.file_slices(as_of=snapshot), where, snapshot,
                                    data_skipping)
-    schema = None
     for file_slice in plan.selection.kept:
         base = file_slice.base_file
-        ident = (file_slice.partition_path, file_slice.file_id)
         if not spark_files or base is None or not base.path.endswith(".parquet"):
-            plan.whole.append(ident)
-            continue
-        uri = table.storage.uri(base.path)
-        if not file_slice.log_files:
-            plan.base_files.append(uri)
-            continue
-        changes = None
-        if keys > 0 and size > 0:
-            schema = schema or table.schema_as_of(snapshot)
-            changes = log_changes(table.storage, table.properties, table.timeline,
-                                  file_slice, schema, snapshot, columns)
-        if changes is None or len(changes.keys) > keys or changes.record_bytes > size:
-            plan.whole.append(ident)
-            continue
-        keys -= len(changes.keys)
-        size -= changes.record_bytes
-        plan.merged.append(MergedSlice(uri, changes))
+            plan.whole.append((file_slice.partition_path, file_slice.file_id))
+        elif not file_slice.log_files:
+            plan.base_files.append(table.storage.uri(base.path))
+        elif not split_touched:
+            plan.whole.append((file_slice.partition_path, file_slice.file_id))
+        else:
+            plan.pending.append(file_slice)
+    if resolve:
+        resolve_logs(table, plan, columns)
     return plan
+
+
+def resolve_logs(table: HudiTable, plan: SnapshotPlan, columns: Sequence[str] | None = None
+                 ) -> None:
+    """Move the plan's pending slices (with log files) to those merged by Spark, their logs
+    resolved here into records of ``columns`` (default all), or to those read whole."""
+    pending, plan.pending = plan.pending, []
+    if not pending:
+        return
+    schema = table.schema_as_of(plan.snapshot)
+    merge = functools.partial(_merge_slice, table, schema, plan.snapshot, columns)
+    # Decoding logs and reading key columns are mostly pyarrow work, which frees the GIL.
+    with ThreadPoolExecutor(max_workers=min(len(pending), os.cpu_count() or 1)) as pool:
+        outcomes = list(pool.map(merge, pending))
+    keys, size = MAX_MERGED_KEYS, MAX_MERGED_BYTES
+    for file_slice, outcome in zip(pending, outcomes, strict=True):
+        if outcome is None or outcome[1] > keys or outcome[2] > size:
+            plan.whole.append((file_slice.partition_path, file_slice.file_id))
+            continue
+        merged, touched, held = outcome
+        keys, size = keys - touched, size - held
+        plan.merged.append(merged)
+    return plan
+
+
+def _merge_slice(table: HudiTable, schema: pa.Schema, snapshot: str,
+                 columns: Sequence[str] | None, file_slice: FileSlice
+                 ) -> tuple[MergedSlice, int, int] | None:
+    """A slice with logs resolved for Spark to merge (:mod:`hudisql.read.log_merge`), its
+    touched keys and bytes of log records held; None when it is merged whole (expression
+    blocks)."""
+    changes = log_changes(table.storage, table.properties, table.timeline, file_slice,
+                          schema, snapshot, columns)
+    if changes is None:
+        return None
+    base = file_slice.base_file
+    assert base is not None
+    positions, records = changes.resolve(touched_base_rows(table.storage, changes))
+    return (MergedSlice(table.storage.uri(base.path), positions, records), len(changes.keys),
+            records.nbytes)
 
 
 def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str],
@@ -166,22 +203,18 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     full = spark_schema(table, path)
     columns = (schema or full).fieldNames()
     plan = plan_snapshot(table, as_of, split, where, data_skipping_enabled(options),
-                         spark_opens(spark, table.base_path), columns)
+                         spark_opens(spark, table.base_path), columns, resolve=False)
     if plan is None:
         return None
     parts: list[DataFrame] = []
-    if not plan.merged and plan.selection is not None and plan.selection.predicates:
+    if plan.selection is not None and plan.selection.predicates:
         # A few small slices kept by the predicate: read here, no Spark job.
         local = local_frame(spark, table, plan.selection.kept, plan.snapshot, _plain(full),
                             plan.selection.predicates, budget)
         if local is not None:
             return local if columns == full.fieldNames() else local.select(*columns)
-    if plan.base_files:
-        rows = spark.read.schema(_plain(full)).parquet(*plan.base_files)
-        # (Each select is one more analysis of the plan: none when nothing changes.)
-        parts.append(rows if columns == full.fieldNames() else rows.select(*columns))
-    if plan.merged:
-        parts += merged_frames(spark, _plain(full), columns, plan.merged)
+    resolve_logs(table, plan, columns)
+    parts += merged_frames(spark, _plain(full), columns, plan.base_files, plan.merged)
     if plan.whole or not parts:
         reader = spark.read.format("hudi")
         for key, value in options.items():

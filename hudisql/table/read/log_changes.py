@@ -1,12 +1,13 @@
-"""What a file slice's log files change, decided before its base file is read.
+"""What a file slice's log files change, decided without reading its base file's data.
 
 A merged read of a slice (``merge.py``) changes only the base rows whose record key a
 visible log block touches. :func:`log_changes` decodes the logs (the same judging of
 blocks: rollbacks, duplicate blocks of retried tasks, corrupt blocks) and reduces them to
 one outcome per key; :meth:`LogChanges.resolve` then takes the few base rows holding those
-keys (their position in the base file, key and ordering value, read by anyone, e.g. Spark's
-parquet reader) and returns which of them lose and which log records are emitted. The
-merged slice is then the base file minus the losing positions, plus the emitted records:
+keys (their position in the base file, key and ordering value: :func:`touched_base_rows`
+reads only those two columns) and returns which of them lose and which log records are
+emitted. The merged slice is then the base file minus the losing positions (read by
+anyone, e.g. Spark's parquet reader), plus the emitted records:
 exactly the rows of :func:`hudisql.table.read.merge.read_file_slice`, by the same code
 (the first base row of a key takes its outcome, later ones pass; a log record with a lower
 ordering value than the base row loses under event-time ordering; natural-order deletes
@@ -22,7 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from hudisql.errors import UnsupportedFormatError
 from hudisql.table.format.fsview import FileSlice, VisibleInstants
 from hudisql.table.format.properties import TableProperties
 from hudisql.table.format.timeline import Timeline
@@ -35,7 +39,7 @@ from hudisql.table.read.merge import (
 )
 from hudisql.table.read.reconcile import ReconcileMode
 
-__all__ = ["POSITION_COLUMN", "LogChanges", "log_changes"]
+__all__ = ["POSITION_COLUMN", "LogChanges", "log_changes", "touched_base_rows"]
 
 #: The column of a base row's position (0-based, in file order) in :meth:`LogChanges.resolve`.
 POSITION_COLUMN = "_hudisql_row"
@@ -134,3 +138,49 @@ def log_changes(
         outcome = None
     return LogChanges(file_slice, merger, outcome, out)
 
+
+
+def touched_base_rows(storage: Storage, changes: LogChanges, batch_rows: int = 1 << 17
+                      ) -> pa.Table:
+    """The rows of the slice's base file whose record key its logs touch: their position
+    (:data:`POSITION_COLUMN`), key and ordering value, for :meth:`LogChanges.resolve`.
+
+    Reads only the key and ordering columns (an ordering column the file lacks reads as
+    nulls), ``batch_rows`` rows at a time.
+
+    Raises:
+        UnsupportedFormatError: the base file has no record key column.
+    """
+    base = changes.file_slice.base_file
+    assert base is not None
+    keys = changes.keys
+    parts: list[pa.Table] = []
+    with storage.open_input_file(base.path) as f:
+        parquet = pq.ParquetFile(f)
+        names = parquet.schema_arrow.names
+        if RECORD_KEY_COLUMN not in names:
+            raise UnsupportedFormatError(
+                f"base file {base.path} has no {RECORD_KEY_COLUMN} column to merge its "
+                "log files by: tables without meta fields (virtual keys) are not supported")
+        ordering = changes.ordering
+        columns = [RECORD_KEY_COLUMN] + ([ordering] if ordering in names else [])
+        start = 0
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns,
+                                          use_threads=False):
+            found = pc.fill_null(pc.is_in(batch.column(0), value_set=keys), False)
+            rows = np.flatnonzero(np.asarray(found))
+            if len(rows):
+                picked = pa.Table.from_batches([batch]).take(pa.array(rows))
+                parts.append(picked.append_column(
+                    POSITION_COLUMN, pa.array(rows + start, pa.int64())))
+            start += batch.num_rows
+    work = changes.merger.work_schema
+    wanted = [RECORD_KEY_COLUMN] + ([ordering] if ordering is not None else [])
+    schema = pa.schema([*(work.field(n) for n in wanted), pa.field(POSITION_COLUMN, pa.int64())])
+    if not parts:
+        return schema.empty_table()
+    rows_table = pa.concat_tables(parts, promote_options="permissive")
+    return pa.table({n: (rows_table.column(n).cast(schema.field(n).type)
+                         if n in rows_table.column_names
+                         else pa.nulls(rows_table.num_rows, schema.field(n).type))
+                     for n in schema.names}, schema=schema)
