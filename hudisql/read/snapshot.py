@@ -156,7 +156,6 @@ def resolve_logs(table: HudiTable, plan: SnapshotPlan, columns: Sequence[str] | 
         merged, touched, held = outcome
         keys, size = keys - touched, size - held
         plan.merged.append(merged)
-    return plan
 
 
 def _merge_slice(table: HudiTable, schema: pa.Schema, snapshot: str,
