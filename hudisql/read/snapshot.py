@@ -49,6 +49,7 @@ from hudisql.read.options import (
 )
 from hudisql.read.pruning import SliceSelection, select_slices
 from hudisql.read.spark_files import spark_opens
+from hudisql.table.format.fsview import base_files_only
 from hudisql.table.read.log_changes import log_changes, touched_base_rows
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ class SnapshotPlan:
 def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: bool = True,
                   where: str | None = None, data_skipping: bool = True,
                   spark_files: bool = True, columns: Sequence[str] | None = None,
-                  resolve: bool = True) -> SnapshotPlan | None:
+                  resolve: bool = True, read_optimized: bool = False) -> SnapshotPlan | None:
     """Sort the file slices of ``table`` as of ``as_of`` (default: latest) by how each is
     read; returns None when this plan does not apply (see :func:`snapshot_frame`).
 
@@ -103,7 +104,8 @@ def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: boo
     are resolved here (unless not ``resolve``: :func:`resolve_logs` then), into records of
     ``columns`` (default all). ``where``: only the slices that may hold rows matching this
     SQL predicate (:func:`hudisql.read.pruning.select_slices`, with the metadata table's
-    indexes when ``data_skipping``). ``spark_files``: Spark can
+    indexes when ``data_skipping``). ``read_optimized``: Hudi's read-optimized view (each
+    slice's base file alone, log files ignored). ``spark_files``: Spark can
     open the table's files by path (:func:`hudisql.read.spark_files.spark_opens`); when
     not, every slice is read whole by the data source.
 
@@ -119,8 +121,10 @@ def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: boo
     if as_of:
         table.check_readable_as_of(snapshot)
     plan = SnapshotPlan(snapshot)
-    plan.selection = select_slices(table, table.file_slices(as_of=snapshot), where, snapshot,
-                                   data_skipping)
+    slices = table.file_slices(as_of=snapshot)
+    if read_optimized:
+        slices = base_files_only(slices)
+    plan.selection = select_slices(table, slices, where, snapshot, data_skipping)
     for file_slice in plan.selection.kept:
         base = file_slice.base_file
         if not spark_files or base is None or not base.path.endswith(".parquet"):
@@ -177,7 +181,8 @@ def _merge_slice(table: HudiTable, schema: pa.Schema, snapshot: str,
 
 def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str],
                    as_of: str | None = None, schema: StructType | None = None,
-                   where: str | None = None) -> DataFrame | None:
+                   where: str | None = None, read_optimized: bool = False
+                   ) -> DataFrame | None:
     """The table's snapshot as of ``as_of`` (default: its latest) as a Spark DataFrame.
 
     Args:
@@ -185,6 +190,8 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
             :data:`SPLIT_TOUCHED`.
         schema: the columns to return (the table's Spark schema, or a projection of it with
             the base path in its first field's metadata); default all.
+        read_optimized: Hudi's read-optimized query (base files alone) instead of the
+            snapshot; ``options`` name that query type for the data source's part.
 
     Returns:
         The DataFrame, or None when this plan does not apply (no completed instant, or base
@@ -202,7 +209,8 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     full = spark_schema(table, path)
     columns = (schema or full).fieldNames()
     plan = plan_snapshot(table, as_of, split, where, data_skipping_enabled(options),
-                         spark_opens(spark, table.base_path), columns, resolve=False)
+                         spark_opens(spark, table.base_path), columns, resolve=False,
+                         read_optimized=read_optimized)
     if plan is None:
         return None
     parts: list[DataFrame] = []
