@@ -104,11 +104,11 @@ def test_updates_deletes_stale_updates_and_inserts_in_logs(hudi_session: HudiSes
     assert _kinds(handle, split=False) == (3, 0, 3)
     # Merged by Spark: one parquet scan minus the superseded positions, no Python source.
     plan = _plan(split)
-    assert "LeftAnti" in plan and "row_index" in plan and "PythonDataSource" not in plan
+    assert "LeftAnti" in plan and "row_index" in plan and "RelationV2" not in plan
     # A projection and a filter go through the same merge.
-    _same_rows(handle, columns=["uuid", "fare"], where="fare > 100")
+    _same_rows(handle, columns=["_hoodie_record_key", "fare"], where="fare > 100")
     read_optimized = _same_rows(handle, query_type="read_optimized")
-    assert read_optimized.count() == 300 and "PythonDataSource" not in _plan(read_optimized)
+    assert read_optimized.count() == 320 and "RelationV2" not in _plan(read_optimized)
     # Time travel to before the deletes: the split follows the snapshot.
     second = handle.core().timeline.completed()[1].timestamp
     assert _same_rows(handle, as_of=second).count() == 300
