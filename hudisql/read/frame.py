@@ -1,9 +1,10 @@
 """A table's read as a Spark DataFrame, pruned by a predicate fixed up front.
 
 One door for ``t.read(...)`` and for SQL on catalog tables through a hudisql session
-(:mod:`hudisql.sql.reads`): a snapshot read is planned once (:func:`snapshot_frame`), base
-files alone go to Spark's parquet reader and slices with log files to the ``hudi`` data
-source; every other read goes through the data source. With ``where``, only the file slices
+(:mod:`hudisql.sql.reads`): a snapshot or read-optimized read is planned once
+(:func:`snapshot_frame`): base files go to Spark's parquet reader (those of slices with log
+files merged by Spark, or such slices read whole by the ``hudi`` data source); every other
+read goes through the data source. With ``where``, only the file slices
 that may hold matching rows are read (:func:`hudisql.read.pruning.select_slices`) and the
 predicate is applied to the rows. The predicate is part of the DataFrame, not of a query, so
 Spark's reuse of a relation's plan cannot lose rows.
@@ -20,6 +21,7 @@ from hudisql.read.options import (
     DATA_SKIPPING,
     DIRECT_PARQUET,
     QUERY_TYPE,
+    READ_OPTIMIZED,
     SNAPSHOT,
     WHERE,
 )
@@ -68,10 +70,11 @@ def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str]
             if configured is not None:
                 merged[setting] = configured
     direct = merged.pop(DIRECT_PARQUET, "true").strip().lower() != "false"
-    snapshot = merged.get(QUERY_TYPE, SNAPSHOT).strip().lower() == SNAPSHOT
+    query_type = merged.get(QUERY_TYPE, SNAPSHOT).strip().lower()
     frame = None
-    if direct and snapshot:
-        frame = snapshot_frame(spark, table, merged, as_of, schema, where)
+    if direct and query_type in (SNAPSHOT, READ_OPTIMIZED):
+        frame = snapshot_frame(spark, table, merged, as_of, schema, where,
+                               read_optimized=query_type == READ_OPTIMIZED)
     if frame is None:
         reader = spark.read.format("hudi")
         for key, value in merged.items():

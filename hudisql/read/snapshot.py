@@ -2,45 +2,42 @@
 
 A merge-on-read snapshot is every base row whose key no visible log block touches, plus
 the merged rows of the keys the logs do touch. Base rows are plain parquet: Spark's
-vectorized reader scans them with column pruning and no Python in the way; only merged
-rows need the table core. :func:`snapshot_frame` plans one snapshot instant and sorts its
-file slices (:func:`plan_snapshot`):
+vectorized reader scans them with column pruning and no Python in the way.
+:func:`snapshot_frame` plans one snapshot instant and sorts its file slices (:func:`plan_snapshot`):
 
 * a slice that is a parquet base file alone: read by Spark's parquet reader (as Hudi's own
   Spark reader treats file groups without logs);
-* a slice with log files: read whole by the ``hudi`` data source
-  (:data:`hudisql.read.options.WHOLE`); or, with :data:`SPLIT_TOUCHED` ``=true``, split:
-  its base file read by Spark's parquet reader minus the keys its logs touch (a broadcast
-  anti-join on base file name and record key, which only these base files go through; the
-  keys are decoded from the logs on the driver), and the data source reads the merged
-  rows of those keys only (:data:`hudisql.read.options.TOUCHED`). Slices with expression
-  blocks (applied to the whole slice), log files without a base file, or beyond
-  :data:`MAX_TOUCHED_KEYS` touched keys in all are read whole.
-
-Splitting is off by default because it does not pay on full scans: on the 5M-row
-benchmark table (2% of each slice's keys updated), the anti-join costs Spark more than
-reading those slices through Python (``benchmarks/bench_write_read.py``). It pays on
-narrow projections of slices with few touched keys.
+* a slice with log files and a parquet base file: merged by Spark
+  (:mod:`hudisql.read.log_merge`): its logs decoded on the driver into one outcome per
+  record key, its base file read by Spark's parquet reader minus the rows the logs
+  supersede (a broadcast anti-join on file name and row position), union the log records
+  that win. Up to :data:`MAX_MERGED_KEYS` touched keys and :data:`MAX_MERGED_BYTES` of
+  decoded log records in all; :data:`SPLIT_TOUCHED` ``=false`` turns it off;
+* read whole by the ``hudi`` data source (:data:`hudisql.read.options.WHOLE`): slices with
+  expression blocks (applied to the whole slice), log files without a base file, the
+  slices beyond those budgets, and every slice when Spark cannot open the table's files.
 
 Both parts read the same snapshot: the data source is given the instant and the slices.
 The rows are exactly the data source's; ``tests/read/test_snapshot.py`` checks that on
-every fixture and on tables with updates, deletes, rollbacks and evolution.
+every fixture and on tables with updates, deletes, stale updates, rollbacks and evolution.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 from hudisql.read.datasource import spark_schema
 from hudisql.read.local import LOCAL_MAX_BYTES, local_frame, max_bytes
+from hudisql.read.log_merge import MergedSlice, merged_frames
 from hudisql.read.options import (
     AS_OF_INSTANT,
     SLICES,
@@ -52,7 +49,8 @@ from hudisql.read.options import (
 )
 from hudisql.read.pruning import SliceSelection, select_slices
 from hudisql.read.spark_files import spark_opens
-from hudisql.table.read.merge import RECORD_KEY_COLUMN, log_touched_keys
+from hudisql.table.format.fsview import base_files_only
+from hudisql.table.read.log_changes import log_changes, touched_base_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -61,48 +59,55 @@ if TYPE_CHECKING:
     from hudisql.table.table import HudiTable
 
 #: Above this many touched keys in all, further slices with logs are read whole by the data
-#: source (the keys travel to every task in the broadcast).
-MAX_TOUCHED_KEYS = 2_000_000
-#: The read option that splits slices with log files (default ``false``; see above).
+#: source (the losing positions travel to every task in a broadcast).
+MAX_MERGED_KEYS = 2_000_000
+#: Above this many bytes of winning log records in all, likewise (they are held on the
+#: driver and handed to Spark as a local relation).
+MAX_MERGED_BYTES = 256 << 20
+#: The read option that merges slices with log files by Spark (default ``true``; ``false``:
+#: they are read whole by the data source).
 SPLIT_TOUCHED = "hudisql.read.split.touched.keys"
 #: The populate-meta-fields property: without ``_hoodie_record_key`` in the base files the
-#: anti-join has no key to go by.
+#: base rows cannot be matched to log records.
 _META_FIELDS = "hoodie.populate.meta.fields"
-_FILE = "_hudisql_base_file"
 
 
 @dataclass
 class SnapshotPlan:
-    """How one snapshot of a table is read: which base files by Spark, which slices by the
-    data source (``(partition path, file id)`` lists), and the keys to leave to it."""
+    """How one snapshot of a table is read: which base files by Spark alone, which slices
+    merged by Spark, which read whole by the data source (``(partition path, file id)``)."""
 
     snapshot: str
-    #: Full paths of the base files Spark's parquet reader reads.
+    #: Full paths of the base files Spark's parquet reader reads as they are.
     base_files: list[str] = field(default_factory=list)
-    touched: list[tuple[str, str]] = field(default_factory=list)
+    #: Slices with log files merged by Spark (:mod:`hudisql.read.log_merge`).
+    merged: list[MergedSlice] = field(default_factory=list)
     whole: list[tuple[str, str]] = field(default_factory=list)
-    #: (base file name, record key) of the base rows the data source reads instead.
-    superseded: list[pa.Table] = field(default_factory=list)
+    #: Slices with log files not yet resolved (:func:`resolve_logs`).
+    pending: list[FileSlice] = field(default_factory=list)
     #: The slices kept by the read's fixed predicate (all of them without one).
     selection: SliceSelection | None = None
 
     def slices_option(self) -> str:
         """The data source's :data:`SLICES` option for this plan."""
-        return json.dumps({TOUCHED: self.touched, WHOLE: self.whole})
+        return json.dumps({TOUCHED: [], WHOLE: self.whole})
 
 
-def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: bool = False,
+def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: bool = True,
                   where: str | None = None, data_skipping: bool = True,
-                  spark_files: bool = True) -> SnapshotPlan | None:
+                  spark_files: bool = True, columns: Sequence[str] | None = None,
+                  resolve: bool = True, read_optimized: bool = False) -> SnapshotPlan | None:
     """Sort the file slices of ``table`` as of ``as_of`` (default: latest) by how each is
-    read; returns None when the split does not apply (see :func:`snapshot_frame`).
+    read; returns None when this plan does not apply (see :func:`snapshot_frame`).
 
-    ``split_touched``: slices with log files are split by touched keys (module notes).
-    ``where``: only the slices that may hold rows matching this SQL predicate
-    (:func:`hudisql.read.pruning.select_slices`, with the metadata table's indexes when
-    ``data_skipping``). ``spark_files``: Spark can open the table's files by path
-    (:func:`hudisql.read.spark_files.spark_opens`); when not, every slice is read whole by
-    the data source.
+    ``split_touched``: slices with log files are merged by Spark (module notes); their logs
+    are resolved here (unless not ``resolve``: :func:`resolve_logs` then), into records of
+    ``columns`` (default all). ``where``: only the slices that may hold rows matching this
+    SQL predicate (:func:`hudisql.read.pruning.select_slices`, with the metadata table's
+    indexes when ``data_skipping``). ``read_optimized``: Hudi's read-optimized view (each
+    slice's base file alone, log files ignored). ``spark_files``: Spark can
+    open the table's files by path (:func:`hudisql.read.spark_files.spark_opens`); when
+    not, every slice is read whole by the data source.
 
     Raises:
         HudiSqlError: a malformed ``as_of`` or ``where``.
@@ -116,27 +121,68 @@ def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: boo
     if as_of:
         table.check_readable_as_of(snapshot)
     plan = SnapshotPlan(snapshot)
-    budget = MAX_TOUCHED_KEYS if split_touched else 0
-    plan.selection = select_slices(table, table.file_slices(as_of=snapshot), where, snapshot,
-                                   data_skipping)
+    slices = table.file_slices(as_of=snapshot)
+    if read_optimized:
+        slices = base_files_only(slices)
+    plan.selection = select_slices(table, slices, where, snapshot, data_skipping)
     for file_slice in plan.selection.kept:
-        kind = _kind(table, file_slice, snapshot, budget) if spark_files else WHOLE
-        ident = (file_slice.partition_path, file_slice.file_id)
-        if kind == WHOLE:
-            plan.whole.append(ident)
-            continue
-        assert file_slice.base_file is not None
-        plan.base_files.append(table.storage.uri(file_slice.base_file.path))
-        if isinstance(kind, pa.Table):
-            budget -= kind.num_rows
-            plan.superseded.append(kind)
-            plan.touched.append(ident)
+        base = file_slice.base_file
+        if not spark_files or base is None or not base.path.endswith(".parquet"):
+            plan.whole.append((file_slice.partition_path, file_slice.file_id))
+        elif not file_slice.log_files:
+            plan.base_files.append(table.storage.uri(base.path))
+        elif not split_touched:
+            plan.whole.append((file_slice.partition_path, file_slice.file_id))
+        else:
+            plan.pending.append(file_slice)
+    if resolve:
+        resolve_logs(table, plan, columns)
     return plan
+
+
+def resolve_logs(table: HudiTable, plan: SnapshotPlan, columns: Sequence[str] | None = None
+                 ) -> None:
+    """Move the plan's pending slices (with log files) to those merged by Spark, their logs
+    resolved here into records of ``columns`` (default all), or to those read whole."""
+    pending, plan.pending = plan.pending, []
+    if not pending:
+        return
+    schema = table.schema_as_of(plan.snapshot)
+    merge = functools.partial(_merge_slice, table, schema, plan.snapshot, columns)
+    # Decoding logs and reading key columns are mostly pyarrow work, which frees the GIL.
+    with ThreadPoolExecutor(max_workers=min(len(pending), os.cpu_count() or 1)) as pool:
+        outcomes = list(pool.map(merge, pending))
+    keys, size = MAX_MERGED_KEYS, MAX_MERGED_BYTES
+    for file_slice, outcome in zip(pending, outcomes, strict=True):
+        if outcome is None or outcome[1] > keys or outcome[2] > size:
+            plan.whole.append((file_slice.partition_path, file_slice.file_id))
+            continue
+        merged, touched, held = outcome
+        keys, size = keys - touched, size - held
+        plan.merged.append(merged)
+
+
+def _merge_slice(table: HudiTable, schema: pa.Schema, snapshot: str,
+                 columns: Sequence[str] | None, file_slice: FileSlice
+                 ) -> tuple[MergedSlice, int, int] | None:
+    """A slice with logs resolved for Spark to merge (:mod:`hudisql.read.log_merge`), its
+    touched keys and bytes of log records held; None when it is merged whole (expression
+    blocks)."""
+    changes = log_changes(table.storage, table.properties, table.timeline, file_slice,
+                          schema, snapshot, columns)
+    if changes is None:
+        return None
+    base = file_slice.base_file
+    assert base is not None
+    positions, records = changes.resolve(touched_base_rows(table.storage, changes))
+    return (MergedSlice(table.storage.uri(base.path), positions, records), len(changes.keys),
+            records.nbytes)
 
 
 def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str],
                    as_of: str | None = None, schema: StructType | None = None,
-                   where: str | None = None) -> DataFrame | None:
+                   where: str | None = None, read_optimized: bool = False
+                   ) -> DataFrame | None:
     """The table's snapshot as of ``as_of`` (default: its latest) as a Spark DataFrame.
 
     Args:
@@ -144,37 +190,39 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
             :data:`SPLIT_TOUCHED`.
         schema: the columns to return (the table's Spark schema, or a projection of it with
             the base path in its first field's metadata); default all.
+        read_optimized: Hudi's read-optimized query (base files alone) instead of the
+            snapshot; ``options`` name that query type for the data source's part.
 
     Returns:
         The DataFrame, or None when this plan does not apply (no completed instant, or base
-        files without meta fields): read through the data source alone then.
+        files without meta fields): read through the data source alone then. Slices with
+        log files merged by Spark cost one Spark job here (:mod:`hudisql.read.log_merge`).
 
     Raises:
         HudiSqlError: a malformed ``as_of``.
     """
     options = dict(options)
-    split = options.pop(SPLIT_TOUCHED, "false").strip().lower() == "true"
+    split = options.pop(SPLIT_TOUCHED, "true").strip().lower() != "false"
     budget = max_bytes(options)
     options = {k: v for k, v in options.items() if k.lower() != LOCAL_MAX_BYTES}
-    plan = plan_snapshot(table, as_of, split, where, data_skipping_enabled(options),
-                         spark_opens(spark, table.base_path))
-    if plan is None:
-        return None
     path = table.base_path
     full = spark_schema(table, path)
     columns = (schema or full).fieldNames()
+    plan = plan_snapshot(table, as_of, split, where, data_skipping_enabled(options),
+                         spark_opens(spark, table.base_path), columns, resolve=False,
+                         read_optimized=read_optimized)
+    if plan is None:
+        return None
     parts: list[DataFrame] = []
-    if not plan.touched and plan.selection is not None and plan.selection.predicates:
+    if plan.selection is not None and plan.selection.predicates:
         # A few small slices kept by the predicate: read here, no Spark job.
         local = local_frame(spark, table, plan.selection.kept, plan.snapshot, _plain(full),
                             plan.selection.predicates, budget)
         if local is not None:
             return local if columns == full.fieldNames() else local.select(*columns)
-    if plan.base_files:
-        rows = _base_rows(spark, full, plan)
-        # (Each select is one more analysis of the plan: none when nothing changes.)
-        parts.append(rows if columns == full.fieldNames() else rows.select(*columns))
-    if plan.touched or plan.whole or not parts:
+    resolve_logs(table, plan, columns)
+    parts += merged_frames(spark, _plain(full), columns, plan.base_files, plan.merged)
+    if plan.whole or not parts:
         reader = spark.read.format("hudi")
         for key, value in options.items():
             if key.lower() != WHERE:  # the slices were chosen here
@@ -189,47 +237,7 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     return frame
 
 
-def _kind(table: HudiTable, file_slice: FileSlice, snapshot: str, budget: int
-          ) -> str | pa.Table:
-    """How a slice is read: ``plain`` (its base file alone), WHOLE, or the (base file name,
-    record key) table of the keys its logs touch."""
-    base = file_slice.base_file
-    if base is None or not base.path.endswith(".parquet"):
-        return WHOLE
-    if not file_slice.log_files:
-        return "plain"
-    if budget <= 0:
-        return WHOLE
-    keys = log_touched_keys(table.storage, table.properties, table.timeline, file_slice,
-                            as_of=snapshot)
-    if keys is None or len(keys) > budget:
-        return WHOLE
-    return pa.table({_FILE: pa.repeat(pa.scalar(base.name), len(keys)),
-                     RECORD_KEY_COLUMN: keys})
-
-
 def _plain(full: StructType) -> StructType:
     """The table's Spark schema without field metadata (columns a file lacks read as
     nulls)."""
     return StructType([StructField(f.name, f.dataType, f.nullable) for f in full.fields])
-
-
-def _base_rows(spark: SparkSession, full: StructType, plan: SnapshotPlan) -> DataFrame:
-    """The rows of the plan's base files through Spark's parquet reader (in the table's
-    Spark schema ``full``), minus superseded ones: only the files with superseded rows go
-    through the anti-join."""
-    plain = _plain(full)
-    keys = pa.concat_tables(plan.superseded) if plan.superseded else None
-    if keys is None or not keys.num_rows:
-        return spark.read.schema(plain).parquet(*plan.base_files)
-    touched = set(pc.unique(keys.column(_FILE)).to_pylist())
-    split = [p for p in plan.base_files if p.rsplit("/", 1)[-1] in touched]
-    rest = [p for p in plan.base_files if p.rsplit("/", 1)[-1] not in touched]
-    superseded = spark.createDataFrame(keys)
-    rows = (spark.read.schema(plain).parquet(*split)
-            .withColumn(_FILE, F.col("_metadata.file_name"))
-            .join(F.broadcast(superseded), [_FILE, RECORD_KEY_COLUMN], "left_anti")
-            .drop(_FILE))
-    if rest:
-        rows = spark.read.schema(plain).parquet(*rest).unionByName(rows)
-    return rows

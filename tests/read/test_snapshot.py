@@ -27,7 +27,7 @@ pytestmark = pytest.mark.spark
 SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()),
                     ("fare", pa.float64()), ("city", pa.string())])
 ONLY_SOURCE = {DIRECT_PARQUET: "false"}
-SPLIT = {snapshot.SPLIT_TOUCHED: "true"}
+UNSPLIT = {snapshot.SPLIT_TOUCHED: "false"}
 
 
 def _records(keys: range, ts: int, fare: float = 1.0) -> pa.Table:
@@ -47,17 +47,18 @@ def _plan(df: DataFrame) -> str:
 
 
 def _kinds(handle: HudiTableHandle, split: bool = True) -> tuple[int, int, int]:
-    """(base files Spark reads, slices read by touched keys, slices read whole)."""
+    """(base files Spark reads alone, slices merged by Spark, slices read whole)."""
     plan = snapshot.plan_snapshot(handle.core(), None, split)
     assert plan is not None
-    return len(plan.base_files), len(plan.touched), len(plan.whole)
+    return len(plan.base_files), len(plan.merged), len(plan.whole)
 
 
 def _same_rows(handle: HudiTableHandle, **kwargs: Any) -> DataFrame:
-    """The default plan, the split plan and the data source alone read the same rows."""
+    """The default plan (slices with logs merged by Spark), the plan that reads those
+    slices whole through the data source, and the data source alone read the same rows."""
     alone = rows(handle.read(**kwargs, **ONLY_SOURCE).toArrow())
-    assert rows(handle.read(**kwargs).toArrow()) == alone
-    split = handle.read(**kwargs, **SPLIT)
+    assert rows(handle.read(**kwargs, **UNSPLIT).toArrow()) == alone
+    split = handle.read(**kwargs)
     assert rows(split.toArrow()) == alone
     return split
 
@@ -68,8 +69,9 @@ def test_every_fixture_reads_the_same_split(hudi_session: HudiSession,
     _same_rows(handle)
     plan = snapshot.plan_snapshot(handle.core())
     assert plan is not None
-    # Spark's parquet reader takes part exactly when some slice is a base file alone.
-    assert ("parquet" in _plan(handle.read())) == bool(plan.base_files)
+    # Spark's parquet reader takes part exactly when some slice has a parquet base file
+    # (alone, or merged with its logs by Spark).
+    assert ("parquet" in _plan(handle.read())) == bool(plan.base_files or plan.merged)
     completed = handle.core().timeline.completed()
     if len(completed) > 1:  # time travel to the first commit, split the same way
         _same_rows(handle, as_of=completed[0].timestamp)
@@ -98,8 +100,15 @@ def test_updates_deletes_stale_updates_and_inserts_in_logs(hudi_session: HudiSes
     assert split.count() == 300 - 12 + 20
     fares = {r.uuid: r.fare for r in split.select("uuid", "fare").collect()}
     assert fares["k0010"] == 510.0 and fares["k0005"] == 6.0 and "k0001" not in fares
-    assert _kinds(handle) == (6, 3, 0)  # 3 slices with logs, 3 new base files
+    assert _kinds(handle) == (3, 3, 0)  # 3 slices with logs, 3 new base files
     assert _kinds(handle, split=False) == (3, 0, 3)
+    # Merged by Spark: one parquet scan minus the superseded positions, no Python source.
+    plan = _plan(split)
+    assert "LeftAnti" in plan and "row_index" in plan and "RelationV2" not in plan
+    # A projection and a filter go through the same merge.
+    _same_rows(handle, columns=["_hoodie_record_key", "fare"], where="fare > 100")
+    read_optimized = _same_rows(handle, query_type="read_optimized")
+    assert read_optimized.count() == 320 and "RelationV2" not in _plan(read_optimized)
     # Time travel to before the deletes: the split follows the snapshot.
     second = handle.core().timeline.completed()[1].timestamp
     assert _same_rows(handle, as_of=second).count() == 300
@@ -132,10 +141,10 @@ def test_expression_blocks_read_whole_slices(hudi_session: HudiSession,
 def test_too_many_touched_keys_read_whole(hudi_session: HudiSession, mor: HudiTable,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     WriteClient(mor).upsert(_records(range(0, 300, 2), ts=2, fare=50.0))
-    monkeypatch.setattr(snapshot, "MAX_TOUCHED_KEYS", 60)  # 50 keys per slice: one fits
+    monkeypatch.setattr(snapshot, "MAX_MERGED_KEYS", 60)  # 50 keys per slice: one fits
     handle = hudi_session.table_at(mor.base_path)
     _same_rows(handle)
-    assert _kinds(handle) == (1, 1, 2)
+    assert _kinds(handle) == (0, 1, 2)
 
 
 def test_added_column_reads_null_in_old_base_files(hudi_session: HudiSession,

@@ -11,11 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hudisql.table.read.merge import read_file_slice, stream_file_slice
+from hudisql.table.read.log_changes import log_changes, touched_base_rows
+from hudisql.table.read.merge import conform_table, read_file_slice, stream_file_slice
 from tests.table.test_merge import BASE, SliceTable
 
 KEYS = [f"k{i}" for i in range(8)]
@@ -70,6 +74,22 @@ def _slice(root: Path, base: list[tuple[str, Any, str]], blocks: list[Any]) -> S
     return table
 
 
+def _resolved(table: SliceTable, batch_rows: int) -> list[dict[str, Any]]:
+    """The slice's rows as Spark's merged scan (``hudisql.read.log_merge``) builds them: the
+    base file minus the positions :meth:`LogChanges.resolve` says lose, plus its records."""
+    file_slice, timeline = table.slice(), table.timeline.reload()
+    whole = read_file_slice(table.storage, table.props, timeline, file_slice)
+    changes = log_changes(table.storage, table.props, timeline, file_slice, whole.schema)
+    assert changes is not None and file_slice.base_file is not None
+    positions, records = changes.resolve(touched_base_rows(table.storage, changes, batch_rows))
+    with table.storage.open_input_file(file_slice.base_file.path) as f:
+        base = conform_table(pq.read_table(f), whole.schema)
+    keep = np.ones(base.num_rows, bool)
+    keep[positions] = False
+    rows = pa.concat_tables([base.filter(pa.array(keep)), conform_table(records, whole.schema)])
+    return list(rows.to_pylist())
+
+
 def _stream(table: SliceTable, batch_rows: int) -> list[Any]:
     chunks, _ = stream_file_slice(table.storage, table.props, table.timeline.reload(),
                                   table.slice(), batch_rows=batch_rows)
@@ -97,6 +117,7 @@ def test_streamed_merge_gives_the_rules_rows_at_any_batch_size(
     assert got == _model(base, blocks)
     whole = read_file_slice(table.storage, table.props, table.timeline.reload(), table.slice())
     assert sorted(whole.to_pylist(), key=str) == sorted(rows, key=str)
+    assert sorted(_resolved(table, batch_rows), key=str) == sorted(rows, key=str)
 
 
 def test_batches_no_log_touches_pass_and_log_inserts_come_last(tmp_path: Path) -> None:
@@ -115,3 +136,4 @@ def test_a_key_held_twice_by_the_base_merges_into_its_first_row(tmp_path: Path) 
     table = _slice(tmp_path / "t", base, [("data", [("a", 6, "new-a")])])
     rows = [r for c in _stream(table, 1) for r in c.to_pylist()]
     assert [r["val"] for r in rows] == ["new-a", "base-b", "base-a2"]
+    assert sorted(r["val"] for r in _resolved(table, 1)) == ["base-a2", "base-b", "new-a"]

@@ -748,9 +748,27 @@ class _Merger:
 
     def _resolve(self, batch: pa.Table, outcome: _LogOutcome) -> pa.Table:
         """One base batch with the outcomes of the keys it holds applied."""
+        lost, emit = self.decide(batch, outcome)
+        if not len(lost) and not len(emit):
+            return batch  # no log touches this batch, or its base rows win: no copy
+        keep = np.ones(batch.num_rows, bool)
+        keep[lost] = False
+        kept = batch.filter(pa.array(keep))
+        if not len(emit):
+            return kept
+        return pa.concat_tables([kept, outcome.records.take(pa.array(emit))])
+
+    def decide(self, batch: pa.Table, outcome: _LogOutcome) -> tuple[np.ndarray, np.ndarray]:
+        """Per base batch (in base order, after every earlier batch of the slice): the rows
+        that lose to their key's log outcome, and the rows of ``outcome.records`` that take
+        their place (sorted); the keys found are marked consumed.
+
+        ``batch`` needs only the key and ordering columns.
+        """
+        none = np.zeros(0, np.int64)
         found = pc.index_in(batch.column(self.key), value_set=outcome.keys)
         if found.null_count == len(found):
-            return batch  # no log touches this batch: it passes without a copy
+            return none, none
         index = np.asarray(pc.fill_null(found, -1)).astype(np.int64, copy=False)
         rows = np.flatnonzero(index >= 0)
         keys = index[rows]
@@ -760,17 +778,11 @@ class _Merger:
         keys, first = np.unique(keys, return_index=True)
         rows = rows[first]
         if not len(rows):
-            return batch
+            return none, none
         outcome.consumed[keys] = True
         base_wins = self._base_wins(batch, rows, keys, outcome)
-        keep = np.ones(batch.num_rows, bool)
-        keep[rows[~base_wins]] = False
         emit = outcome.record[keys[~base_wins]]
-        emit = np.sort(emit[emit >= 0])
-        kept = batch.filter(pa.array(keep))
-        if not len(emit):
-            return kept
-        return pa.concat_tables([kept, outcome.records.take(pa.array(emit))])
+        return rows[~base_wins], np.sort(emit[emit >= 0])
 
     def _base_wins(
         self, batch: pa.Table, rows: np.ndarray, keys: np.ndarray, outcome: _LogOutcome
