@@ -208,6 +208,10 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
     path = table.base_path
     full = spark_schema(table, path)
     columns = (schema or full).fieldNames()
+    if any(name.lower() == "_metadata" for name in full.fieldNames()):
+        # A data column named _metadata hides Spark's file metadata column, whose row
+        # positions the Spark-side merge needs: such a table's logs are merged in Python.
+        split = False
     plan = plan_snapshot(table, as_of, split, where, data_skipping_enabled(options),
                          spark_opens(spark, table.base_path), columns, resolve=False,
                          read_optimized=read_optimized)
