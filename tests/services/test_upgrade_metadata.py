@@ -6,6 +6,7 @@ partitions are built with the metadata table's own builders."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,18 @@ def indexed_v6_table(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def v6_table(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The indexed version-6 table, built once; each test upgrades a copy."""
+    return indexed_v6_table(tmp_path_factory.mktemp("v6"))
+
+
+def copy_of(v6_table: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "t"
+    shutil.copytree(v6_table, root)
+    return root
+
+
 def readers_agree(root: Path, before: list[dict[str, object]]) -> None:
     """hudisql and hudi-rs read ``before``; a listed metadata table is exact."""
     assert rows(root) == before and rs_rows(root) == before
@@ -72,8 +85,9 @@ def readers_agree(root: Path, before: list[dict[str, object]]) -> None:
         assert result.ok, str(result)
 
 
-def test_upgrade_rebuilds_the_metadata_table_at_version_9(tmp_path: Path) -> None:
-    root = indexed_v6_table(tmp_path)
+def test_upgrade_rebuilds_the_metadata_table_at_version_9(v6_table: Path,
+                                                          tmp_path: Path) -> None:
+    root = copy_of(v6_table, tmp_path)
     before = rows(root)
     run_upgrade(HudiTable.open(root), 9)
     table = HudiTable.open(root)
@@ -106,8 +120,9 @@ STEPS = [("noted", ""), ("unlisted", ""), ("dropped", ""), ("timeline", ""),
          ("rebuilt", "secondary_index_idx_v"), ("finished", "")]
 
 
-def test_upgrade_killed_at_every_step_is_finished_by_the_next_run(tmp_path: Path) -> None:
-    root = indexed_v6_table(tmp_path)
+def test_upgrade_killed_at_every_step_is_finished_by_the_next_run(v6_table: Path,
+                                                                  tmp_path: Path) -> None:
+    root = copy_of(v6_table, tmp_path)
     before = rows(root)
     seen: list[tuple[str, str]] = []
     for event, detail in STEPS:
