@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from hudi import HudiTable as RsTable
 
+from hudisql.errors import TableServiceError
 from hudisql.metadata.build import build_partitions
 from hudisql.metadata.config import IndexDefinition
 from hudisql.metadata.participant import participants_for
@@ -20,10 +21,11 @@ from hudisql.metadata.validate import validate_metadata_table
 from hudisql.read.pruning import select_slices
 from hudisql.services.upgrade import run_upgrade
 from hudisql.services.upgrade_metadata import MARKER
+from hudisql.table.format.instant import Action
 from hudisql.table.format.properties import TableProperties
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
-from tests.services.kit import Crash, mor_table, rec, rows, rs_rows
+from tests.services.kit import Crash, files, mor_table, rec, rows, rs_rows
 
 PARTITIONS = ["files", "column_stats", "record_index", "secondary_index_idx_v"]
 SECONDARY = IndexDefinition("secondary_index_idx_v", "secondary_index", ("v",))
@@ -89,6 +91,13 @@ def test_upgrade_rebuilds_the_metadata_table_at_version_9(v6_table: Path,
                                                           tmp_path: Path) -> None:
     root = copy_of(v6_table, tmp_path)
     before = rows(root)
+    # Refused before anything is written: a pending instant (its metadata table too).
+    pending = HudiTable.open(root).timeline.create_requested(Action.DELTACOMMIT)
+    unchanged = files(root)
+    with pytest.raises(TableServiceError, match=f"pending instants {pending.timestamp}"):
+        run_upgrade(HudiTable.open(root), 9)
+    assert files(root) == unchanged
+    HudiTable.open(root).timeline.delete_pending(pending)
     run_upgrade(HudiTable.open(root), 9)
     table = HudiTable.open(root)
     assert (table.properties.version, table.properties.timeline_layout) == (9, 2)
