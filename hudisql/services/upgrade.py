@@ -9,6 +9,7 @@ holds the table lock around them, so no writer starts or completes an instant me
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from hudisql.services.protocol import StepHook, no_step, table_lock
 from hudisql.services.upgrade_metadata import (
@@ -21,13 +22,19 @@ from hudisql.services.upgrade_metadata import (
 from hudisql.table.services.upgrade import UpgradeResult, check_upgrade, upgrade_table
 from hudisql.table.table import HudiTable
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 __all__ = ["UpgradeResult", "run_upgrade"]
 
 
 def run_upgrade(table: HudiTable, to_version: int, options: Mapping[str, str] | None = None,
-                *, on_step: StepHook = no_step) -> UpgradeResult:
+                *, on_step: StepHook = no_step, spark: SparkSession | None = None
+                ) -> UpgradeResult:
     """Take the table lock (``hoodie.write.lock.provider``) and upgrade ``table`` to
-    ``to_version`` (8 or 9); a run after a crash finishes what the crashed one began.
+    ``to_version`` (8 or 9); a run after a crash finishes what the crashed one began. A
+    version-6 metadata table is rebuilt at the new version (as Spark jobs with ``spark``,
+    else on the driver).
 
     Raises:
         TableServiceError: a version it does not upgrade to, or a table it cannot upgrade
@@ -44,5 +51,5 @@ def run_upgrade(table: HudiTable, to_version: int, options: Mapping[str, str] | 
             table = drop_metadata_table(table, on_step)
         result = upgrade_table(table, to_version, on_step)
         if noted is not None:
-            rebuild_metadata_table(table.reload(), noted, on_step)
+            rebuild_metadata_table(table.reload(), noted, on_step, spark)
         return result

@@ -13,9 +13,13 @@ leaving a table every reader reads the same rows of:
 3. **dropped**: ``.hoodie/metadata`` is deleted (no reader looks at it any more).
 4. The data table is upgraded (:mod:`hudisql.table.services.upgrade`).
 5. **rebuilt**: the noted partitions, ``files`` first, are built from the data table at the
-   new version (the same builders as the metadata table's own initialization), each listed
-   as completed in hoodie.properties once it is whole; the definitions are saved again with
-   the index versions of the new table version.
+   new version and listed as completed in hoodie.properties once whole; the definitions are
+   saved again with the index versions of the new table version. With a Spark session
+   (``CALL upgrade_table``) they are built as ``CREATE INDEX`` builds them
+   (:class:`~hudisql.services.index_build.IndexBackend`: one initialization instant, Spark
+   jobs), without its catch-up (the upgrade holds the table lock: no write can race it);
+   without one (the Python API), on the driver, one partition after the other
+   (:func:`~hudisql.metadata.build.build_partitions`).
 6. **finished**: the marker is deleted.
 
 A crash anywhere leaves the marker: the next ``upgrade_table`` repeats steps 2-3 (which a
@@ -30,14 +34,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hudisql.errors import CorruptTableError
 from hudisql.metadata.build import build_partitions
-from hudisql.metadata.config import IndexDefinition, load_index_definitions
+from hudisql.metadata.config import (
+    COMPLETED,
+    IndexDefinition,
+    load_index_definitions,
+    set_partition_state,
+)
 from hudisql.metadata.table import METADATA_PATH
 from hudisql.services.protocol import StepHook, no_step
 from hudisql.table.format.properties import METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT
 from hudisql.table.table import HudiTable
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["MARKER", "NotedMetadata", "drop_metadata_table", "note_metadata_table",
            "noted_metadata", "rebuild_metadata_table"]
@@ -123,9 +136,12 @@ def drop_metadata_table(table: HudiTable, on_step: StepHook = no_step) -> HudiTa
 
 
 def rebuild_metadata_table(table: HudiTable, noted: NotedMetadata,
-                           on_step: StepHook = no_step) -> HudiTable:
-    """Steps 5-6: build the noted partitions at the table's (new) version, then delete the
-    marker. The table holds no metadata table when this starts (:func:`drop_metadata_table`).
+                           on_step: StepHook = no_step,
+                           spark: SparkSession | None = None) -> HudiTable:
+    """Steps 5-6: build the noted partitions at the table's (new) version (as Spark jobs
+    with ``spark``, else on the driver), then delete the marker. The table holds no
+    metadata table when this starts (:func:`drop_metadata_table`); the caller holds the
+    table lock.
 
     Returns:
         The table reloaded.
@@ -134,10 +150,31 @@ def rebuild_metadata_table(table: HudiTable, noted: NotedMetadata,
         _FIRST.index(p) if p in _FIRST else len(_FIRST), noted.partitions.index(p)))
     if order and order[0] != "files":
         order.insert(0, "files")
-    for i, partition in enumerate(order):
-        definitions = noted.definitions if i == 0 else None
-        table = build_partitions(table, [partition], definitions)
-        on_step("rebuilt", partition)
+    if spark is not None and order:
+        table = _build_with_spark(spark, table, order, noted)
+        on_step("rebuilt", ",".join(order))
+    else:
+        for i, partition in enumerate(order):
+            table = build_partitions(table, [partition], noted.definitions if i == 0 else None)
+            on_step("rebuilt", partition)
     table.storage.delete(MARKER)
     on_step("finished", "")
     return table.reload()
+
+
+def _build_with_spark(spark: SparkSession, table: HudiTable, order: list[str],
+                      noted: NotedMetadata) -> HudiTable:
+    """Build ``order`` as the indexer does (initialize, build at one instant), then list
+    every partition as completed."""
+    from hudisql.services.index_build import IndexBackend, PartitionRequest
+    from hudisql.services.indexer import base_instant
+
+    backend = IndexBackend()
+    requests = [PartitionRequest(p, noted.definitions.get(p)) for p in order]
+    init = backend.init_instant(table, base_instant(table))
+    backend.initialize(table, requests, init)
+    table = table.reload()
+    backend.build(spark, table, order, init, None)
+    for partition in order:
+        table = set_partition_state(table, partition, COMPLETED)
+    return table

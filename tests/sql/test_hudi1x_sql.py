@@ -4,6 +4,7 @@ row for row (it lists files by completion time, as Hudi 1.x does)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,10 @@ def test_call_upgrade_table(session: HudiSession) -> None:
     assert props.version == 9
     assert {"files", "record_index", "secondary_index_idx_rider"} <= set(
         props.metadata_partitions)
+    # Built as CREATE INDEX builds (Spark jobs), at one initialization instant.
+    mdt_timeline = Path(path) / ".hoodie/metadata/.hoodie/timeline"
+    assert [n.split("_")[0] for n in os.listdir(mdt_timeline)
+            if n.endswith(".deltacommit")] == ["00000000000000000"]
     session.sql("UPDATE v6_up SET fare = 20.5, ts = 2 WHERE uuid = 'u1'")
     assert fares(path) == pytest.approx({"u1": 20.5, "u3": 33.9})
     assert [r.fare for r in session.sql(
