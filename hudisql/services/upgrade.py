@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from hudisql.errors import TableServiceError
 from hudisql.services.protocol import StepHook, no_step, table_lock
 from hudisql.services.upgrade_metadata import (
     drop_metadata_table,
@@ -45,6 +46,12 @@ def run_upgrade(table: HudiTable, to_version: int, options: Mapping[str, str] | 
         table = table.reload()
         check_upgrade(table, to_version)
         noted = noted_metadata(table)
+        pending = [str(i) for i in table.timeline.pending()] if noted is not None else []
+        if pending:  # a write begun without the metadata table would not update the rebuilt one
+            raise TableServiceError(
+                f"upgrade_table of table {table.name} at {table.base_path}: pending instants "
+                f"{', '.join(pending)} began while its metadata table was being rebuilt; "
+                "complete or roll them back, then call upgrade_table again to finish")
         if table.properties.version < 8 and has_metadata_table(table):
             noted = note_metadata_table(table, on_step)
         if noted is not None:  # also a crash after the switch, in the middle of step 5
