@@ -28,9 +28,9 @@ def upgrade_table(ctx: StatementContext, command: UpgradeTable) -> DataFrame:
     table = HudiTable.open(entry.location)
     if entry.managed:
         with ctx.catalog.write_transaction(entry.name):
-            run_upgrade(table, command.to_version, options)
+            run_upgrade(table, command.to_version, options, spark=ctx.spark)
     else:
-        run_upgrade(table, command.to_version, options)
+        run_upgrade(table, command.to_version, options, spark=ctx.spark)
     return rows_frame(ctx.spark, [(True,)], (("result", "BOOLEAN"),))
 
 

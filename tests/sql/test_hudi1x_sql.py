@@ -4,6 +4,7 @@ row for row (it lists files by completion time, as Hudi 1.x does)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -88,12 +89,24 @@ def test_call_upgrade_table(session: HudiSession) -> None:
     path = session.table("v6_up").path
     session.sql("""INSERT INTO v6_up VALUES (1, 'u1', 'rider-A', 'driver-K', 19.1, 'sf'),
         (3, 'u3', 'rider-C', 'driver-M', 33.9, 'la')""")
+    # Indexes built by CREATE INDEX on version 6 are rebuilt at version 9.
+    session.sql("CREATE INDEX idx_rider ON v6_up (rider)")  # and the record index
     assert TableProperties.load(HudiTable.open(path).storage).version == 6
     result = session.sql("CALL upgrade_table(table => 'v6_up', to_version => 9)").collect()
     assert [r.result for r in result] == [True]
-    assert TableProperties.load(HudiTable.open(path).storage).version == 9
+    props = TableProperties.load(HudiTable.open(path).storage)
+    assert props.version == 9
+    assert {"files", "record_index", "secondary_index_idx_rider"} <= set(
+        props.metadata_partitions)
+    # Built as CREATE INDEX builds (Spark jobs), at one initialization instant.
+    mdt_timeline = Path(path) / ".hoodie/metadata/.hoodie/timeline"
+    assert [n.split("_")[0] for n in os.listdir(mdt_timeline)
+            if n.endswith(".deltacommit")] == ["00000000000000000"]
     session.sql("UPDATE v6_up SET fare = 20.5, ts = 2 WHERE uuid = 'u1'")
     assert fares(path) == pytest.approx({"u1": 20.5, "u3": 33.9})
+    assert [r.fare for r in session.sql(
+        "SELECT fare FROM v6_up WHERE rider = 'rider-C'").collect()] == [33.9]
+    assert session.sql("CALL validate_metadata_table(table => 'v6_up')").collect() == []
     assert rs_rows(path) == core_rows(path)
     with pytest.raises(SqlParseError, match="to_version must be 8 or 9"):
         session.sql("CALL upgrade_table(table => 'v6_up', to_version => 'TEN')")

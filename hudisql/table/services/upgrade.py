@@ -15,8 +15,9 @@ Archived instants (``.hoodie/archived``) are rewritten as the LSM history's firs
 (:mod:`hudisql.table.services.upgrade_archive`); the old archive folder is left in place
 (no version 8/9 reader looks at it). Refused, with the table unchanged: pending instants
 (finish or roll them back first: a version-6 log written during a pending compaction is
-named after that compaction, which layout 2 would read as its writer) and a metadata table
-(hudisql keeps a version 8/9 table's metadata table only once it writes it in HFile).
+named after that compaction, which layout 2 would read as its writer). A version-6 table's
+metadata table is removed before this runs and rebuilt at the new version after it
+(:mod:`hudisql.services.upgrade_metadata`); here it must be gone already.
 Going from 8 to 9 changes only ``hoodie.properties``; going down is not offered.
 """
 
@@ -47,7 +48,7 @@ from hudisql.table.format.timeline import (
 from hudisql.table.services.upgrade_archive import convert_archive
 from hudisql.table.table import HudiTable
 
-__all__ = ["UPGRADE_VERSIONS", "UpgradeResult", "upgrade_table"]
+__all__ = ["UPGRADE_VERSIONS", "UpgradeResult", "check_upgrade", "upgrade_table"]
 
 #: The versions ``upgrade_table`` goes to.
 UPGRADE_VERSIONS = (8, 9)
@@ -78,18 +79,11 @@ def upgrade_table(table: HudiTable, to_version: int,
 
     Raises:
         TableServiceError: ``to_version`` is not 8 or 9, lower than the table's, the
-            table has pending instants or a metadata table, or an archived instant that
-            cannot be rewritten.
+            table has pending instants or still a version-6 metadata table, or an archived
+            instant that cannot be rewritten.
     """
     props, where = table.properties, f"table {table.name} at {table.base_path}"
-    if to_version not in UPGRADE_VERSIONS:
-        raise TableServiceError(
-            f"upgrade_table of {where}: to_version {to_version} is not one hudisql upgrades "
-            f"to; use {' or '.join(str(v) for v in UPGRADE_VERSIONS)}")
-    if to_version < props.version:
-        raise TableServiceError(
-            f"upgrade_table of {where}: the table is version {props.version}, above "
-            f"{to_version}; hudisql does not downgrade tables")
+    check_upgrade(table, to_version)
     if props.version >= 8:
         moved = _remove_layout_1_files(table)  # a crash after the switch left them
         if moved:
@@ -99,7 +93,12 @@ def upgrade_table(table: HudiTable, to_version: int,
             hudi1x_properties(props, to_version, initial).save(table.storage)
             on_step("properties", str(to_version))
         return UpgradeResult(props.version, to_version, 0)
-    _check_upgradable(table, where)
+    if props.metadata_partitions or props.metadata_partitions_inflight or table.storage.exists(
+            METADATA_TABLE_DIR):
+        raise TableServiceError(
+            f"upgrade_table of {where}: it still has a version-6 metadata table "
+            f"({METADATA_TABLE_DIR}); upgrade it with CALL upgrade_table, which rebuilds it "
+            "at the new version")
     timeline = table.timeline
     files = [f for i in timeline.instants for f in timeline.instant_files(i.timestamp)]
     completions = _completion_times(files)
@@ -123,19 +122,30 @@ def upgrade_table(table: HudiTable, to_version: int,
     return UpgradeResult(props.version, to_version, len(timeline.instants))
 
 
-def _check_upgradable(table: HudiTable, where: str) -> None:
-    props, timeline = table.properties, table.timeline
-    pending = [str(i) for i in timeline.pending()]
+def check_upgrade(table: HudiTable, to_version: int) -> None:
+    """Refuse, before anything is written, an upgrade of ``table`` to ``to_version`` that
+    cannot be done: a version it does not go to, a downgrade, or (from version 6) pending
+    instants.
+
+    Raises:
+        TableServiceError: naming the table, what stands in the way and what to do.
+    """
+    props, where = table.properties, f"table {table.name} at {table.base_path}"
+    if to_version not in UPGRADE_VERSIONS:
+        raise TableServiceError(
+            f"upgrade_table of {where}: to_version {to_version} is not one hudisql upgrades "
+            f"to; use {' or '.join(str(v) for v in UPGRADE_VERSIONS)}")
+    if to_version < props.version:
+        raise TableServiceError(
+            f"upgrade_table of {where}: the table is version {props.version}, above "
+            f"{to_version}; hudisql does not downgrade tables")
+    if props.version >= 8:
+        return
+    pending = [str(i) for i in table.timeline.pending()]
     if pending:
         raise TableServiceError(
             f"upgrade_table of {where}: pending instants {', '.join(pending)}; complete or "
             "roll them back first (CALL rollback_to_instant, RUN COMPACTION, ...)")
-    if props.metadata_partitions or table.storage.exists(METADATA_TABLE_DIR):
-        raise TableServiceError(
-            f"upgrade_table of {where}: it has a metadata table ({METADATA_TABLE_DIR}), which "
-            "upgrade_table does not carry across versions yet: drop its indexes first (DROP "
-            "INDEX), upgrade, then create them again (hudisql keeps the metadata table of "
-            "version 8/9 tables), or upgrade it with Apache Hudi 1.x")
 
 
 def _completion_times(files: list[Instant]) -> dict[str, str]:
