@@ -180,7 +180,11 @@ def _slices(text: str | None) -> frozenset[tuple[str, str]] | None:
     if text is None:
         return None
     try:
-        return frozenset((str(part), str(fid)) for part, fid in json.loads(text))
+        given = json.loads(text)
+        if not isinstance(given, list) or not all(
+                isinstance(s, list) and len(s) == 2 for s in given):
+            raise ValueError(f"not a list of pairs: {text}")
+        return frozenset((str(part), str(fid)) for part, fid in given)
     except (ValueError, TypeError) as exc:
         raise HudiSqlError(
             f"option {SLICES} is internal to hudisql.read.snapshot and must be its JSON "
