@@ -65,7 +65,6 @@ from hudisql.read.options import (
     PATH_METADATA_KEY,
     READ_OPTIMIZED,
     SNAPSHOT_METADATA_KEY,
-    TOUCHED,
     ReadOptions,
 )
 from hudisql.read.pruning import select_slices
@@ -144,7 +143,7 @@ class SliceInput(InputPartition):
     """
 
     def __init__(self, file_slice: FileSlice | None, snapshot: str | None,
-                 head: str | None, log_keys_only: bool = False,
+                 head: str | None,
                  commit_range: IncrementalRange | None = None,
                  cdc: CdcUnit | None = None,
                  metadata_group: tuple[str, int] | None = None,
@@ -157,9 +156,6 @@ class SliceInput(InputPartition):
             () if file_slice is None else (file_slice, *more))
         self.snapshot = snapshot
         self.head = head
-        #: Only the rows of the keys the slice's logs touch (hudisql.read.snapshot reads
-        #: the rest of its base file with Spark's parquet reader).
-        self.log_keys_only = log_keys_only
         #: An incremental query's range: only rows whose commit time lies in it.
         self.commit_range = commit_range
         #: A CDC query's unit of work (``file_slice`` is None then).
@@ -226,16 +222,9 @@ class HudiReader(DataSourceReader):
             slices = [s for s in slices if (s.partition_path, s.file_id) in named]
         if not slices:
             return [SliceInput(None, self.snapshot, self.head)]
-        out: list[InputPartition] = []
-        for touched in (False, True):
-            # A partition reads its slices alike: whole, or only their touched keys.
-            alike = [s for s in slices
-                     if (named is not None
-                         and named[(s.partition_path, s.file_id)] == TOUCHED) == touched]
-            out += [SliceInput(group[0], self.snapshot, self.head, touched,
-                               commit_range=self._range, more=group[1:])
-                    for group in pack_slices(alike)]
-        return out
+        return [SliceInput(group[0], self.snapshot, self.head, commit_range=self._range,
+                           more=group[1:])
+                for group in pack_slices(slices)]
 
     def _plan(self) -> HudiTable:
         """Load the table fresh (planning workers are reused across queries) and list slices.
@@ -324,7 +313,6 @@ class HudiReader(DataSourceReader):
         table = _open_table(self.options.path, partition.head)
         for file_slice in partition.file_slices:
             yield from read_slice_batches(table, file_slice, partition.snapshot, target,
-                                          log_keys_only=partition.log_keys_only,
                                           commit_range=partition.commit_range)
 
 
@@ -362,7 +350,7 @@ def pack_slices(slices: Sequence[FileSlice], parallelism: int | None = None
 
 
 def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | None,
-                       target: pa.Schema, log_keys_only: bool = False,
+                       target: pa.Schema,
                        commit_range: IncrementalRange | None = None
                        ) -> Iterator[pa.RecordBatch]:
     """The rows of ``file_slice`` as of ``snapshot`` as batches of ``target``'s columns.
@@ -370,15 +358,13 @@ def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | 
     A slice without log files needs no merge: its base file is streamed row group by row
     group, reading only the columns ``target`` names. Otherwise the table core's streamed
     merge reads the same way (plus the record key and ordering field), batch by batch.
-    ``log_keys_only``: only the merged rows of the keys the slice's logs touch.
     ``commit_range``: only the rows whose ``_hoodie_commit_time`` lies in it.
 
     Raises:
         HudiSqlError: a column does not convert to the type Spark declares.
     """
     base = file_slice.base_file
-    if (not log_keys_only and not file_slice.log_files and base is not None
-            and base.path.endswith(".parquet")):
+    if not file_slice.log_files and base is not None and base.path.endswith(".parquet"):
         with table.storage.open_input_file(base.path) as f:
             parquet = pq.ParquetFile(f)
             present = set(parquet.schema_arrow.names)
@@ -396,7 +382,7 @@ def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | 
     # first merged rows reach Spark before the slice is read to its end.
     chunks, _ = stream_file_slice(table.storage, table.properties, table.timeline, file_slice,
                                   as_of=snapshot, columns=columns, schema=schema,
-                                  batch_rows=BATCH_ROWS, log_keys_only=log_keys_only)
+                                  batch_rows=BATCH_ROWS)
     for chunk in chunks:
         yield from conform(_in_range(chunk, commit_range),
                            target).to_batches(max_chunksize=BATCH_ROWS)

@@ -44,12 +44,9 @@ END_INSTANT = "hoodie.datasource.read.end.instanttime"
 #: An incremental query's output: ``latest_state`` (default) or ``cdc``.
 INCREMENTAL_FORMAT = "hoodie.datasource.query.incremental.format"
 LATEST_STATE, CDC = "latest_state", "cdc"
-#: Internal (set by :mod:`hudisql.read.snapshot`): JSON ``{"touched": [[partition, file id],
-#: ...], "whole": [...]}``; only these file slices are read, the ``touched`` ones for the
-#: rows of the keys their logs touch only.
+#: Internal (set by :mod:`hudisql.read.snapshot`): JSON ``[[partition, file id], ...]``;
+#: only these file slices are read, each whole (the rest of the snapshot is read by Spark).
 SLICES = "hudisql.read.slices"
-#: What a slice named by :data:`SLICES` is read for.
-TOUCHED, WHOLE = "touched", "whole"
 
 def normalize_instant(text: str) -> str:
     """An instant given as ``yyyyMMddHHmmss[SSS]`` or ``yyyy-MM-dd[ HH:mm:ss[.SSS]]``.
@@ -89,8 +86,8 @@ class ReadOptions:
     #: :data:`DATA_SKIPPING`.
     data_skipping: bool = True
     pinned: str | None = None
-    #: (partition path, file id) -> TOUCHED | WHOLE: read only these slices (see SLICES).
-    slices: Mapping[tuple[str, str], str] | None = None
+    #: The (partition path, file id) of the only slices to read (see SLICES).
+    slices: frozenset[tuple[str, str]] | None = None
     query_type: str = SNAPSHOT
     begin: str | None = None
     end: str | None = None
@@ -174,7 +171,7 @@ def _choice(options: Mapping[str, str], key: str, allowed: tuple[str, ...]) -> s
     return value
 
 
-def _slices(text: str | None) -> dict[tuple[str, str], str] | None:
+def _slices(text: str | None) -> frozenset[tuple[str, str]] | None:
     """The :data:`SLICES` option parsed; None when absent.
 
     Raises:
@@ -184,10 +181,12 @@ def _slices(text: str | None) -> dict[tuple[str, str], str] | None:
         return None
     try:
         given = json.loads(text)
-        return {(str(part), str(fid)): kind for kind in (TOUCHED, WHOLE)
-                for part, fid in given.get(kind, [])}
-    except (ValueError, TypeError, AttributeError) as exc:
+        if not isinstance(given, list) or not all(
+                isinstance(s, list) and len(s) == 2 for s in given):
+            raise ValueError(f"not a list of pairs: {text}")
+        return frozenset((str(part), str(fid)) for part, fid in given)
+    except (ValueError, TypeError) as exc:
         raise HudiSqlError(
             f"option {SLICES} is internal to hudisql.read.snapshot and must be its JSON "
-            f"({{\"touched\": [[partition, file id], ...], \"whole\": [...]}}): {exc}"
+            f"([[partition, file id], ...]): {exc}"
         ) from exc

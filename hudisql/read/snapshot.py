@@ -13,9 +13,10 @@ vectorized reader scans them with column pruning and no Python in the way.
   supersede (a broadcast anti-join on file name and row position), union the log records
   that win. Up to :data:`MAX_MERGED_KEYS` touched keys and :data:`MAX_MERGED_BYTES` of
   decoded log records in all; :data:`SPLIT_TOUCHED` ``=false`` turns it off;
-* read whole by the ``hudi`` data source (:data:`hudisql.read.options.WHOLE`): slices with
-  expression blocks (applied to the whole slice), log files without a base file, the
-  slices beyond those budgets, and every slice when Spark cannot open the table's files.
+* read whole by the ``hudi`` data source (named in :data:`hudisql.read.options.SLICES`):
+  slices with expression blocks (applied to the whole slice), log files without a base
+  file, the slices beyond those budgets, and every slice when Spark cannot open the
+  table's files.
 
 Both parts read the same snapshot: the data source is given the instant and the slices.
 The rows are exactly the data source's; ``tests/read/test_snapshot.py`` checks that on
@@ -41,9 +42,7 @@ from hudisql.read.log_merge import MergedSlice, merged_frames
 from hudisql.read.options import (
     AS_OF_INSTANT,
     SLICES,
-    TOUCHED,
     WHERE,
-    WHOLE,
     data_skipping_enabled,
     normalize_instant,
 )
@@ -82,6 +81,7 @@ class SnapshotPlan:
     base_files: list[str] = field(default_factory=list)
     #: Slices with log files merged by Spark (:mod:`hudisql.read.log_merge`).
     merged: list[MergedSlice] = field(default_factory=list)
+    #: Slices read whole by the data source.
     whole: list[tuple[str, str]] = field(default_factory=list)
     #: Slices with log files not yet resolved (:func:`resolve_logs`).
     pending: list[FileSlice] = field(default_factory=list)
@@ -89,8 +89,8 @@ class SnapshotPlan:
     selection: SliceSelection | None = None
 
     def slices_option(self) -> str:
-        """The data source's :data:`SLICES` option for this plan."""
-        return json.dumps({TOUCHED: [], WHOLE: self.whole})
+        """The data source's :data:`SLICES` option for this plan: the slices it reads."""
+        return json.dumps(self.whole)
 
 
 def plan_snapshot(table: HudiTable, as_of: str | None = None, split_touched: bool = True,

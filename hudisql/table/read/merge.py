@@ -222,7 +222,6 @@ def stream_file_slice(
     visible: VisibleInstants | None = None,
     reconcile: ReconcileMode | str = ReconcileMode.FULL,
     batch_rows: int = STREAM_BATCH_ROWS,
-    log_keys_only: bool = False,
 ) -> tuple[Iterator[pa.Table], SliceReadReport]:
     """The merged rows of ``file_slice`` as a stream of tables (see :func:`read_file_slice`).
 
@@ -231,23 +230,17 @@ def stream_file_slice(
     each chunk holding the merged rows of one base batch (single-threaded, for executors).
     The chunks together hold exactly the rows :func:`read_file_slice` returns.
 
-    With ``log_keys_only`` the chunks hold only the rows of the keys the logs touch
-    (:func:`log_touched_keys`): together with the base rows of every other key, read by
-    anyone, they are the slice's merged rows.
-
     Returns:
         ``(chunks, report)``: an iterator of ``pyarrow.Table`` chunks in ``columns`` order
         (empty chunks are skipped) and the report of the log blocks.
 
     Raises:
-        HudiSqlError: a requested column is not in the schema; ``log_keys_only`` on a
-            slice with expression blocks (those are merged whole).
+        HudiSqlError: a requested column is not in the schema.
         UnsupportedFormatError: a non-parquet base file or an HFile data block.
     """
     chunks, report, _ = _open_slice(
         storage, props, timeline, file_slice, as_of, columns, schema=schema, visible=visible,
         reconcile=reconcile, use_threads=False, batch_rows=batch_rows,
-        log_keys_only=log_keys_only,
     )
     return chunks, report
 
@@ -427,7 +420,6 @@ def _open_slice(
     reconcile: ReconcileMode | str,
     use_threads: bool,
     batch_rows: int = STREAM_BATCH_ROWS,
-    log_keys_only: bool = False,
 ) -> tuple[Iterator[pa.Table], SliceReadReport, pa.Schema]:
     """Decode the slice's logs; returns the chunk iterator, the report and the out schema."""
     visible = visible if visible is not None else VisibleInstants(timeline, as_of)
@@ -446,13 +438,6 @@ def _open_slice(
         )
     merger = _Merger(props, target, out_columns)
     out_schema = pa.schema([target.field(c) for c in out_columns])
-    if log_keys_only and expressions:
-        raise HudiSqlError(
-            f"file group {file_slice.file_id} of partition {file_slice.partition_path!r} has "
-            "expression blocks: it is merged whole, not by the keys its logs touch"
-        )
-    if log_keys_only and not ordered:
-        return iter(()), logs.report, out_schema
     base = _iter_base(storage, file_slice, base_schema, merger.work_schema, use_threads,
                       batch_rows)
     if not ordered:
@@ -460,7 +445,7 @@ def _open_slice(
     elif expressions:
         chunks = _whole(merger, base, ordered, expressions)
     else:
-        chunks = merger.stream(base, merger.reduce_log(ordered), touched_only=log_keys_only)
+        chunks = merger.stream(base, merger.reduce_log(ordered))
     return _select(chunks, out_columns), logs.report, out_schema
 
 
@@ -731,16 +716,9 @@ class _Merger:
         return _LogOutcome(log.records, ranking.keys, record, ranking.wiped, tier, ordering,
                            np.zeros(len(ranking.keys), bool))
 
-    def stream(self, base: Iterator[pa.Table], outcome: _LogOutcome,
-               touched_only: bool = False) -> Iterator[pa.Table]:
-        """Base batches merged with the logs' ``outcome``, then the log-only records.
-
-        ``touched_only``: base rows whose key no log touches are left out.
-        """
+    def stream(self, base: Iterator[pa.Table], outcome: _LogOutcome) -> Iterator[pa.Table]:
+        """Base batches merged with the logs' ``outcome``, then the log-only records."""
         for batch in base:
-            if touched_only:
-                touched = pc.is_in(batch.column(self.key), value_set=outcome.keys)
-                batch = batch.filter(pc.fill_null(touched, False))
             yield self._resolve(batch, outcome)
         left = np.flatnonzero(~outcome.consumed & (outcome.record >= 0))
         if len(left):
