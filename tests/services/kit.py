@@ -53,6 +53,20 @@ def rows(path: Path | str, as_of: str | None = None) -> list[dict[str, Any]]:
     return table.drop_columns([FILE_NAME]).sort_by(KEY).to_pylist()
 
 
+def slices(path: Path | str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """hudisql's latest file slices: (file id, base file, log files), sorted."""
+    return sorted((s.file_id, s.base_file.name if s.base_file else "",
+                   tuple(sorted(log.name for log in s.log_files)))
+                  for s in HudiTable.open(str(path)).file_system_view().latest_file_slices())
+
+
+def rs_slices(path: Path | str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """hudi-rs's latest file slices, the same way (through the metadata table where
+    hudi-rs lists files by it: table versions 8 and 9)."""
+    return sorted((s.file_id, s.base_file_name or "", tuple(sorted(s.log_file_names)))
+                  for s in RsTable(str(path)).get_file_slices())
+
+
 def rs_rows(path: Path | str, as_of: str | None = None) -> list[dict[str, Any]]:
     """hudi-rs's rows of the table (as of ``as_of``), sorted by key."""
     options = HudiReadOptions()

@@ -10,7 +10,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hudi import HudiTable as RsTable
 
 from hudisql.errors import TableServiceError
 from hudisql.metadata.build import build_partitions
@@ -25,23 +24,11 @@ from hudisql.table.format.instant import Action
 from hudisql.table.format.properties import TableProperties
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
-from tests.services.kit import Crash, files, mor_table, rec, rows, rs_rows
+from tests.services.kit import Crash, files, mor_table, rec, rows, rs_rows, rs_slices, slices
 
 PARTITIONS = ["files", "column_stats", "record_index", "secondary_index_idx_v"]
 SECONDARY = IndexDefinition("secondary_index_idx_v", "secondary_index", ("v",))
 
-
-def slices(path: Path) -> list[tuple[str, str, tuple[str, ...]]]:
-    """hudisql's latest file slices: (file id, base file, log files)."""
-    return sorted((s.file_id, s.base_file.name if s.base_file else "",
-                   tuple(sorted(log.name for log in s.log_files)))
-                  for s in HudiTable.open(path).file_system_view().latest_file_slices())
-
-
-def rs_slices(path: Path) -> list[tuple[str, str, tuple[str, ...]]]:
-    """hudi-rs's latest file slices (through the metadata table once version 8/9 lists it)."""
-    return sorted((s.file_id, s.base_file_name or "", tuple(sorted(s.log_file_names)))
-                  for s in RsTable(str(path)).get_file_slices())
 
 
 def write(root: Path, records: list[dict[str, object]]) -> None:

@@ -12,7 +12,6 @@ from pathlib import Path
 import fastavro
 import pyarrow.parquet as pq
 import pytest
-from hudi import HudiTable as RsTable
 
 from hudisql.errors import (
     InstantExistsError,
@@ -35,20 +34,18 @@ from hudisql.table.table import HudiTable
 from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
 from tests.fixtures import copy_table
-from tests.services.kit import SCHEMA, Crash, crash_at, files, rec, rows, rs_rows, upserts
-
-
-def slices(path: Path) -> list[tuple[str, str, tuple[str, ...]]]:
-    """hudisql's latest file slices: (file id, base file, log files)."""
-    return sorted((s.file_id, s.base_file.name if s.base_file else "",
-                   tuple(sorted(log.name for log in s.log_files)))
-                  for s in HudiTable.open(path).file_system_view().latest_file_slices())
-
-
-def rs_slices(path: Path) -> list[tuple[str, str, tuple[str, ...]]]:
-    """hudi-rs's latest file slices, the same way."""
-    return sorted((s.file_id, s.base_file_name or "", tuple(sorted(s.log_file_names)))
-                  for s in RsTable(str(path)).get_file_slices())
+from tests.services.kit import (
+    SCHEMA,
+    Crash,
+    crash_at,
+    files,
+    rec,
+    rows,
+    rs_rows,
+    rs_slices,
+    slices,
+    upserts,
+)
 
 
 def timeline_names(path: Path) -> list[str]:
