@@ -6,9 +6,10 @@ files), so removing them is tidiness, not correctness: it runs after the instant
 completed, and a process that dies before it leaves a table that still reads exactly.
 
 The candidates are the instant's log file markers (``APPEND``; ``CREATE`` for a version
-8/9 log file named after its instant) minus the log files its commit metadata names. A marker may name a file this writer never created (another writer took
-that log version first), so a candidate is deleted only when every block in it that
-decodes a header was written by this instant.
+8/9 log file named after its instant) minus the log files its commit metadata names. A
+marker may name a file this writer never created (another writer took that log version
+first), so a candidate is deleted only when every block in it that decodes a header was
+written by this instant.
 """
 
 from __future__ import annotations
