@@ -20,6 +20,11 @@ FIXTURES = Path(__file__).resolve().parent / "data" / "hudi"
 #: short driver's CPU time) never pays back. ``tests/conftest.py`` sets them for every driver.
 TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
+#: ``create_table`` options of a version 6 table (Hudi 0.14/0.15's format), for tests of
+#: what only version 6 has on disk: timeline layout 1's file names, ``.hoodie/archived``,
+#: instant-time incremental ranges. New tables are version 9 without them.
+VERSION_6 = {"hoodie.write.table.version": "6"}
+
 #: Every fixture table by name, with its zip path relative to FIXTURES.
 TABLE_ZIPS = {
     "v6_trips_8i1u": "quickstart_trips_table/mor/avro/v6_trips_8i1u.zip",

@@ -84,21 +84,22 @@ def archive_locked(table: HudiTable, options: Mapping[str, str] | None = None, *
     """
     options = dict(options or {})
     settings = ArchivalSettings.parse(options, table.name)
+    archive = archive_timeline
     if table.properties.timeline_layout >= 2:
-        # Versions 8 and 9: Hudi 1.x's LSM history; a table with a (HFile) metadata table
-        # is refused, as for every write (hudisql does not keep that one yet).
+        # Versions 8 and 9: Hudi 1.x's LSM history, held back by the same rules (the
+        # metadata table's latest compaction among them), for both tables.
         table.timeline.require_writable()
-        return ArchiveResult(archive_timeline_lsm(
-            table.storage, table.timeline, settings, table.properties.is_mor,
-            ArchivalBounds(), on_step), [])
+        archive = archive_timeline_lsm
     metadata = _metadata_table(table)
-    data = archive_timeline(table.storage, table.timeline, settings,
-                            table.properties.is_mor, _data_bounds(metadata), on_step)
+    data = archive(table.storage, table.timeline, settings,
+                   table.properties.is_mor, _data_bounds(metadata), on_step)
     archived_metadata: list[Instant] = []
     if metadata is not None:
         # Reloaded even when nothing new moved: a run cut short may just have been finished.
         data_timeline = table.timeline.reload()
-        archived_metadata = archive_timeline(
+        archived_metadata = (
+            archive_timeline_lsm if metadata.properties.timeline_layout >= 2
+            else archive_timeline)(
             metadata.storage, metadata.timeline, _metadata_settings(settings, options), True,
             ArchivalBounds(data_earliest=_data_earliest(data_timeline)),
             lambda event, detail: on_step(f"metadata_{event}", detail))

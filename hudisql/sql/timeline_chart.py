@@ -78,7 +78,11 @@ def table_instants(table: HudiTable, label: str = "data") -> list[ChartInstant]:
     ended = {r.instant_time: r.completed_time for r in rows}
     out = []
     for row in rows:
-        start = row.requested_time or parse_instant_time(row.instant_time)
+        # An instant time that is no date (a version 8/9 metadata table's initialising
+        # instants, 00000000000000010...) starts when its files say it did.
+        start = row.requested_time or row.inflight_time or row.completed_time
+        if start is None:
+            continue  # a pending instant named by no date and no file time: nowhere to draw
         state, end = row.state.lower(), row.completed_time
         if row.instant_time in rolled_by:
             state, end = "rolled back", ended.get(rolled_by[row.instant_time]) or end

@@ -28,10 +28,12 @@ def row(i: int, ts: int = 1, rider: str | None = None, fare: float | None = None
 
 
 def new_table(path: Path, table_type: str = "MERGE_ON_READ", partitioned: bool = True,
-              rows: int = 12) -> HudiTable:
-    """A table with ``rows`` records inserted in one commit."""
+              rows: int = 12, version: int | None = None) -> HudiTable:
+    """A table with ``rows`` records inserted in one commit (at ``version``: the default
+    version of new tables when None)."""
+    options = {} if version is None else {"hoodie.write.table.version": str(version)}
     table = create_table(path, "trips", SCHEMA, "id", "city" if partitioned else (), "ts",
-                         table_type)
+                         table_type, options=options)
     client = WriteClient(table, max_records_per_file=5)
     if rows:
         client.insert([row(i) for i in range(rows)])
@@ -42,3 +44,10 @@ def new_table(path: Path, table_type: str = "MERGE_ON_READ", partitioned: bool =
 def mor_table(tmp_path: Path) -> HudiTable:
     """A partitioned merge-on-read table with 12 records."""
     return new_table(tmp_path / "mor")
+
+
+@pytest.fixture
+def mor_table_v6(tmp_path: Path) -> HudiTable:
+    """``mor_table`` at version 6, for tests of what its metadata table has on disk (Hudi
+    0.x's instant names, schema and index definitions)."""
+    return new_table(tmp_path / "mor", version=6)

@@ -27,9 +27,11 @@ from tests.metadata.test_build_validate import PARTITIONS, index_all
 
 
 def indexed_table(path: Path, table_type: str = "MERGE_ON_READ", partitioned: bool = False,
-                  rows: int = 40, partitions: tuple[str, ...] = PARTITIONS) -> HudiTable:
-    """A table of ``rows`` records (5 per file group, in key order) with ``partitions`` built."""
-    return index_all(new_table(path, table_type, partitioned, rows), partitions)
+                  rows: int = 40, partitions: tuple[str, ...] = PARTITIONS,
+                  version: int | None = None) -> HudiTable:
+    """A table of ``rows`` records (5 per file group, in key order) with ``partitions`` built
+    (at ``version``: the default version of new tables when None)."""
+    return index_all(new_table(path, table_type, partitioned, rows, version), partitions)
 
 
 def writer(table: HudiTable) -> WriteClient:

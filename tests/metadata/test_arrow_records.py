@@ -114,7 +114,7 @@ def test_slice_rows_equal_the_dict_builders(mor_table: HudiTable) -> None:
 
 
 def test_base_files_are_sorted_hfiles_whose_values_are_the_records_without_keys(
-        mor_table: HudiTable) -> None:
+        mor_table_v6: HudiTable) -> None:
     """A metadata base file is an HFile of its records in key order, in blocks a lookup
     reads one of, GZ-compressed, with Hudi's file info (schema, min and max record key);
     each value is the record's Avro encoding with its key blanked, the same bytes whether
@@ -123,8 +123,8 @@ def test_base_files_are_sorted_hfiles_whose_values_are_the_records_without_keys(
     from hudisql.metadata.formats import RecordEncoder, hfile_values
     from hudisql.table.format.hfile import Codec, HFileReader
 
-    mdt = MetadataTable(mor_table)
-    ts = mdt.new_init_instant(mor_table.timeline.last_completed().timestamp)
+    mdt = MetadataTable(mor_table_v6)
+    ts = mdt.new_init_instant(mor_table_v6.timeline.last_completed().timestamp)
     mdt.initialize_partition("record_index", 1, ts)
     keys = pa.array([f"key{i:06d}" for i in range(100_000)][::-1])
     other = RecordLocation("city=nyc", "0a1b2c3d-0000-4000-8000-00000000000e-0",

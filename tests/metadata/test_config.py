@@ -46,10 +46,10 @@ def test_an_unchanged_state_leaves_the_file_alone(mor_table: HudiTable) -> None:
     assert table.storage.read_bytes(P.PROPERTIES_FILE) == before
 
 
-def test_index_definitions_as_hudi_writes_them(mor_table: HudiTable) -> None:
-    assert load_index_definitions(mor_table) == {}
+def test_index_definitions_as_hudi_writes_them(mor_table_v6: HudiTable) -> None:
+    assert load_index_definitions(mor_table_v6) == {}
     rider = IndexDefinition("secondary_index_idx_rider", "secondary_index", ("rider",))
-    table = save_index_definitions(mor_table, {rider.index_name: rider})
+    table = save_index_definitions(mor_table_v6, {rider.index_name: rider})
     assert table.properties[INDEX_DEFS_PATH_KEY] == DEFAULT_INDEX_DEFS_PATH
     data = json.loads(table.storage.read_bytes(DEFAULT_INDEX_DEFS_PATH))
     assert data == {"indexDefinitions": {"secondary_index_idx_rider": {

@@ -66,7 +66,7 @@ def _services(mdt: MetadataTable) -> dict[str, list[str]]:
 
 
 def test_the_metadata_table_compacts_log_compacts_and_cleans_itself(tmp_path: Path) -> None:
-    table = index_all(new_table(tmp_path / "t"))
+    table = index_all(new_table(tmp_path / "t", version=6))  # Hudi 0.x names
     client = _writer(table)
     for n in range(16):
         _commit(client, n)
@@ -108,7 +108,7 @@ def test_the_metadata_table_compacts_log_compacts_and_cleans_itself(tmp_path: Pa
 
 
 def test_no_metadata_compaction_while_an_older_data_instant_is_pending(tmp_path: Path) -> None:
-    table = index_all(new_table(tmp_path / "t"))
+    table = index_all(new_table(tmp_path / "t", version=6))  # <latest>001
     client = _writer(table, {"hoodie.metadata.compact.max.delta.commits": "3"})
     for n in range(2):
         _commit(client, n)
@@ -190,7 +190,7 @@ WriteClient(table, participants=[participant]).upsert([row(60, rider="killed")])
 def test_a_killed_metadata_service_is_redone_or_rolled_back_by_the_next_writer(
     tmp_path: Path, action: str, step: str
 ) -> None:
-    table = index_all(new_table(tmp_path / "t"))
+    table = index_all(new_table(tmp_path / "t", version=6))  # kills at 001/005
     options = {"hoodie.metadata.compact.max.delta.commits": "50"}
     client = _writer(table, options)
     for n in range(2):
@@ -252,7 +252,7 @@ def test_a_parquet_metadata_table_is_converted_to_hfile_by_the_next_write(
     from hudisql.metadata.formats import HFILE, PARQUET
     from hudisql.table.format.log.format import BlockType
 
-    table = new_table(tmp_path / "t")
+    table = new_table(tmp_path / "t", version=6)  # 0.x-era hudisql tables
     MetadataTable(table).create_if_absent(base_format=PARQUET)
     table = index_all(table)
     mdt = MetadataTable(table)

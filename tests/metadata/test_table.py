@@ -191,10 +191,10 @@ def test_drop_partition_removes_its_folder(mor_table: HudiTable) -> None:
 
 
 def test_partitions_built_on_one_base_instant_get_successive_instants(
-    mor_table: HudiTable,
+    mor_table_v6: HudiTable,
 ) -> None:
-    base = mor_table.timeline.last_completed().timestamp
-    mdt = MetadataTable(mor_table)
+    base = mor_table_v6.timeline.last_completed().timestamp
+    mdt = MetadataTable(mor_table_v6)
     first = mdt.build_partition("files", [], base, 1)
     second = mdt.reload().build_partition("column_stats", [], base, 2)
     assert (first, second) == (base + "010", base + "011")

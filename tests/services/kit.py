@@ -29,9 +29,12 @@ def rec(i: int, ts: int, v: str) -> dict[str, Any]:
 
 
 def mor_table(root: Path, keys: int = 6, table_type: str = "MERGE_ON_READ",
-              precombine: str | None = "ts") -> WriteClient:
-    """A table with ``keys`` inserted records (one file group per city)."""
-    table = create_table(root / "t", "t", SCHEMA, "id", ["city"], precombine, table_type)
+              precombine: str | None = "ts", version: int | None = None) -> WriteClient:
+    """A table with ``keys`` inserted records (one file group per city), at ``version``
+    (the default version of new tables when None)."""
+    options = {} if version is None else {"hoodie.write.table.version": str(version)}
+    table = create_table(root / "t", "t", SCHEMA, "id", ["city"], precombine, table_type,
+                         options=options)
     client = WriteClient(table)
     client.insert([rec(i, 1, "ins") for i in range(keys)])
     return client

@@ -43,7 +43,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[int, 
     for n, table_type in ((40, "MERGE_ON_READ"), (8, "MERGE_ON_READ"), (4, "MERGE_ON_READ"),
                           (8, "COPY_ON_WRITE")):
         where = root / f"{table_type}_{n}"
-        client = mor_table(where, keys=4, table_type=table_type)
+        client = mor_table(where, keys=4, table_type=table_type,
+                           version=6)  # version 6's archived timeline (.hoodie/archived)
         for r in range(n - 1):
             client.upsert([rec(i, 2 + r, f"u{r}-{i}") for i in range(2)])
         _BUILT[(n, table_type)] = where / "t"

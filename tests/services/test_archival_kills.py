@@ -86,7 +86,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object
     from tests.metadata.test_build_validate import row
 
     root = tmp_path_factory.mktemp("archival_kills")
-    table = indexed_table(root / "t", rows=10)
+    table = indexed_table(root / "t", rows=10, version=6)  # version 6's archived timeline
     client = WriteClient(table, max_records_per_file=5,
                          participants=participants_for(table, OPTIONS))
     for r in range(14):

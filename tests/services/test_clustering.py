@@ -37,6 +37,10 @@ SORT = "hoodie.clustering.plan.strategy.sort.columns"
 LAYOUT = "hoodie.layout.optimize.strategy"
 
 
+#: A pending clustering's action: replacecommit (version 6) or clustering (8/9).
+_CLUSTERING_ACTIONS = (Action.REPLACECOMMIT, Action.CLUSTERING)
+
+
 def _many_files(tmp_path: Path, table_type: str) -> tuple[WriteClient, Path]:
     """Four inserts (four file groups per city) and two upserts (logs on MOR)."""
     client = mor_table(tmp_path, keys=10, table_type=table_type)
@@ -65,8 +69,11 @@ def test_clustering_rewrites_small_groups_with_equal_rows(tmp_path: Path,
         assert s.base_file is not None
         got = pa.parquet.read_table(str(path / s.base_file.path))
         assert got.column("v").to_pylist() == sorted(got.column("v").to_pylist())
-    # Hudi's format: the requested replacecommit holds HoodieRequestedReplaceMetadata.
-    requested = path / ".hoodie" / f"{result.instant}.replacecommit.requested"
+    # Hudi's format: the requested replacecommit (version 6) or clustering (8/9) holds
+    # HoodieRequestedReplaceMetadata.
+    requested = (path / ".hoodie" / f"{result.instant}.replacecommit.requested"
+                 if table.properties.version == 6 else
+                 path / ".hoodie" / "timeline" / f"{result.instant}.clustering.requested")
     name, record = read_avro_container(requested.read_bytes())
     assert name == "org.apache.hudi.avro.model.HoodieRequestedReplaceMetadata"
     plan = record["clusteringPlan"]
@@ -221,7 +228,7 @@ def test_with_the_allow_strategy_the_writer_wins_and_the_clustering_is_dropped(
         run_clustering(HudiTable.open(str(path)), {SORT: "v"},
                        on_step=_writer_at("written", update))
     table = HudiTable.open(str(path))
-    assert not [i for i in table.timeline.pending() if i.action == Action.REPLACECOMMIT]
+    assert not [i for i in table.timeline.pending() if i.action in _CLUSTERING_ACTIONS]
     assert [r["v"] for r in rows(path) if r["id"] == "k2"] == ["during"]
     assert rows(path) == rs_rows(path)
     assert len(table.file_slices()) == 8  # nothing replaced
@@ -237,7 +244,7 @@ def test_a_failed_run_is_reverted_and_runs_again(tmp_path: Path, step: str) -> N
     with pytest.raises(Exception, match=step):
         run_clustering(HudiTable.open(str(path)), {SORT: "v"}, on_step=crash_at(step))
     table = HudiTable.open(str(path))
-    [pending] = [i for i in table.timeline.pending() if i.action == Action.REPLACECOMMIT]
+    [pending] = [i for i in table.timeline.pending() if i.action in _CLUSTERING_ACTIONS]
     assert pending.is_requested and rows(path) == before == rs_rows(path)
     assert len(table.file_slices()) == 8
     [done] = execute_clustering(table)
@@ -285,7 +292,7 @@ def test_a_killed_clustering_is_finished_by_the_next_run(tmp_path: Path, step: s
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 17, done.stderr
     table = HudiTable.open(str(path))
-    [pending] = [i for i in table.timeline.pending() if i.action == Action.REPLACECOMMIT]
+    [pending] = [i for i in table.timeline.pending() if i.action in _CLUSTERING_ACTIONS]
     assert pending.is_inflight and rows(path) == before == rs_rows(path)
     # A writer meanwhile leaves the dead clustering alone (it is not an insert overwrite).
     for beat in (path / ".hoodie" / ".heartbeat").glob("*"):

@@ -50,8 +50,11 @@ def test_compaction_writes_base_files_and_reads_the_same_as_of_every_instant(
     assert result is not None and result.file_groups == 2
     table = HudiTable.open(str(path))
     c = result.instant
+    # The completed file names its completion time too in versions 8/9 (layout 2).
+    done_file = (f"{c}.commit" if table.properties.version == 6 else
+                 f"{c}_{table.timeline.get(c).completion_time}.commit")
     assert [f.file_name for f in table.timeline.instant_files(c)] == [
-        f"{c}.compaction.requested", f"{c}.compaction.inflight", f"{c}.commit"]
+        f"{c}.compaction.requested", f"{c}.compaction.inflight", done_file]
     meta = CommitMetadata.parse(table.timeline.read_content(c))
     assert (meta.operation_type, meta.compacted) == ("COMPACT", True)
     plan = compaction_plan(table.timeline, c)

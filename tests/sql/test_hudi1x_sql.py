@@ -85,7 +85,8 @@ def test_sql_writes_on_a_new_version_9_table(session: HudiSession) -> None:
 def test_call_upgrade_table(session: HudiSession) -> None:
     session.sql("""CREATE TABLE v6_up (ts BIGINT, uuid STRING, rider STRING, driver STRING,
         fare DOUBLE, city STRING) USING HUDI PARTITIONED BY (city)
-        TBLPROPERTIES (type = 'mor', primaryKey = 'uuid', preCombineField = 'ts')""")
+        TBLPROPERTIES (type = 'mor', primaryKey = 'uuid', preCombineField = 'ts',
+        'hoodie.write.table.version' = '6')""")
     path = session.table("v6_up").path
     session.sql("""INSERT INTO v6_up VALUES (1, 'u1', 'rider-A', 'driver-K', 19.1, 'sf'),
         (3, 'u3', 'rider-C', 'driver-M', 33.9, 'la')""")

@@ -33,7 +33,7 @@ from hudisql.table.services.archive import ArchivedTimeline
 from hudisql.table.table import HudiTable
 from hudisql.table.write.create import create_table
 from hudisql.txn.writer import WriteClient
-from tests.fixtures import copy_table
+from tests.fixtures import VERSION_6, copy_table
 from tests.services.kit import (
     SCHEMA,
     Crash,
@@ -336,7 +336,7 @@ def test_upgrade_from_version_6_survives_a_crash_at_every_step(tmp_path: Path) -
 
 
 def test_upgrade_of_a_table_hudisql_compacted(tmp_path: Path) -> None:
-    table = create_table(tmp_path / "t", "t", SCHEMA, "id", ["city"], "ts")
+    table = create_table(tmp_path / "t", "t", SCHEMA, "id", ["city"], "ts", options=VERSION_6)
     root = tmp_path / "t"
     client = WriteClient(table)
     client.insert([rec(i, 1, "ins") for i in range(6)])

@@ -2,7 +2,8 @@
 
 Each table has inserts, updates, deletes and a rolled-back write inside the range; results
 are checked against what was written, against snapshots of the table core, and against
-hudi-rs's own incremental query (by instant time on version 6 tables).
+hudi-rs's own incremental query, which bounds a range by instant time on version 6
+tables (by completion time on versions 8/9), so these tables are version 6.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hudisql.table.read.cdc import read_cdc
 from hudisql.table.read.incremental import check_time_travel, read_incremental, resolve_range
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient, create_table
-from tests.fixtures import table_path
+from tests.fixtures import VERSION_6, table_path
 
 SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("fare", pa.float64()),
                     ("city", pa.string())])
@@ -54,7 +55,7 @@ class History:
 def make_history(root: Path, table_type: str) -> History:
     """Writes the same five commits (one rolled back) to a new table."""
     path = str(root / table_type.lower())
-    create_table(path, "trips", SCHEMA, "uuid", "city", "ts", table_type)
+    create_table(path, "trips", SCHEMA, "uuid", "city", "ts", table_type, options=VERSION_6)
     client = WriteClient(HudiTable.open(path))
     first = client.insert(records(range(20), ts=1)).instant_time
     second = client.upsert(pa.concat_tables([records(range(5), 2, 100.0),

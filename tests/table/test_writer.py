@@ -42,7 +42,7 @@ from hudisql.table.read.reconcile import BLOCK_ATTEMPT_STAT_KEY, record_committe
 from hudisql.table.table import HudiTable
 from hudisql.table.write.files import marker_path, write_base_file, write_log_file
 from hudisql.txn.writer import TIMELINE_FOLDERS, WriteClient, create_table
-from tests.fixtures import copy_table
+from tests.fixtures import VERSION_6, copy_table
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64()), ("v", pa.string()),
                     ("city", pa.string())])
@@ -84,6 +84,7 @@ def files_of(path: Path) -> set[str]:
 def make(tmp_path: Path, table_type: str = "MERGE_ON_READ", **kwargs: Any) -> WriteClient:
     kwargs.setdefault("partition_fields", ["city"])
     kwargs.setdefault("precombine_field", "ts")
+    kwargs.setdefault("options", VERSION_6)  # these tests read layout 1's timeline files
     table = create_table(tmp_path / "t", "t", SCHEMA, "id", table_type=table_type, **kwargs)
     return WriteClient(table)
 
@@ -92,7 +93,8 @@ def make(tmp_path: Path, table_type: str = "MERGE_ON_READ", **kwargs: Any) -> Wr
 
 
 def test_create_table_writes_properties_and_timeline_folders_only(tmp_path: Path) -> None:
-    create_table(tmp_path / "t", "t", SCHEMA, "id", "city", "ts", "MERGE_ON_READ")
+    create_table(tmp_path / "t", "t", SCHEMA, "id", "city", "ts", "MERGE_ON_READ",
+                 options=VERSION_6)
     root = tmp_path / "t"
     assert files_of(root) == {".hoodie/hoodie.properties"}
     dirs = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_dir()}

@@ -35,7 +35,7 @@ from hudisql.table.io.storage import Storage
 from hudisql.table.read.reconcile import BLOCK_ATTEMPT_STAT_KEY, COMMITTED_LOG_FILES_KEY
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient, create_table
-from tests.fixtures import copy_table, table_path
+from tests.fixtures import VERSION_6, copy_table, table_path
 
 # docs/FORMAT.md's log file regex, and the base file / file id / timeline names it describes.
 LOG_NAME = re.compile(r"^\.(.+)_(.*)\.(log|archive)\.(\d+)(_((\d+)-(\d+)-(\d+))(.cdc)?)?")
@@ -113,7 +113,7 @@ def write_scenario(root: Path, table_type: str, partitioned: bool) -> tuple[Path
     """Create, insert, upsert, delete, crash and roll back, write again; check each step."""
     path = root / "t"
     table = create_table(path, "t", SCHEMA, "id", ["city"] if partitioned else [], "ts",
-                         table_type)
+                         table_type, options=VERSION_6)  # compared with 0.x's fixtures
     client = WriteClient(table)
     expected: Expected = {}
     check(path, expected, partitioned)

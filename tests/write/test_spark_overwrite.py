@@ -72,8 +72,9 @@ def test_insert_overwrite_replaces_the_written_partitions_only(
     # Exactly the sf file groups committed before, named as Hudi names them.
     assert {p: set(ids) for p, ids in metadata.partition_to_replace_file_ids.items()} == {
         "city=sf": before["city=sf"]}
-    raw = json.loads(core.storage.read_bytes(f".hoodie/{result.instant_time}.replacecommit"))
-    assert set(raw["partitionToReplaceFileIds"]["city=sf"]) == before["city=sf"]
+    if core.properties.version == 6:  # version 6's completed file is JSON (8/9: Avro, above)
+        raw = json.loads(core.storage.read_bytes(f".hoodie/{result.instant_time}.replacecommit"))
+        assert set(raw["partitionToReplaceFileIds"]["city=sf"]) == before["city=sf"]
     assert _groups(handle)["city=la"] == before["city=la"]
 
     # insert_overwrite_table: every partition replaced, only the new rows remain.

@@ -26,10 +26,14 @@ from hudisql.table.io.storage import Storage
 PROPERTIES_FILE = ".hoodie/hoodie.properties"
 BACKUP_FILE = ".hoodie/hoodie.properties.backup"
 
-#: Table versions hudisql reads; new tables are WRITE_VERSION unless a writer asks for
-#: another of WRITABLE_VERSIONS (``hoodie.write.table.version``).
+#: Table versions hudisql reads; new tables are DEFAULT_WRITE_VERSION unless a writer asks
+#: for another of WRITABLE_VERSIONS (``hoodie.write.table.version``).
 SUPPORTED_VERSIONS = (6, 8, 9)
+#: Version 6 (Hudi 0.14/0.15): the property set :func:`new_table_properties` builds, which
+#: ``table_versions.hudi1x_properties`` turns into a version 8/9 one.
 WRITE_VERSION = 6
+#: The version of a new table when the writer does not set ``hoodie.write.table.version``.
+DEFAULT_WRITE_VERSION = 6
 #: The table versions hudisql writes, each with the timeline layout it has.
 WRITABLE_VERSIONS = {6: 1, 8: 2, 9: 2}
 

@@ -59,14 +59,14 @@ _BUILT_IN_PAYLOADS = (P.EVENT_TIME_PAYLOAD, P.COMMIT_TIME_PAYLOAD)
 
 
 def write_table_version(options: Mapping[str, str], where: str) -> int:
-    """The version a new table is created at: ``hoodie.write.table.version`` or 6.
+    """The version a new table is created at: ``hoodie.write.table.version`` or the default.
 
     Raises:
         WriteError: a value that is not 6, 8 or 9 (names ``where``: the table).
     """
     raw = options.get(WRITE_TABLE_VERSION)
     if raw is None or not str(raw).strip():
-        return P.WRITE_VERSION
+        return P.DEFAULT_WRITE_VERSION
     text = str(raw).strip()
     if not text.isdigit() or int(text) not in P.WRITABLE_VERSIONS:
         raise WriteError(

@@ -596,9 +596,13 @@ class Timeline:
     def _delete_states(self, ts: str, action: str, states: list[State]) -> None:
         """Delete the instant's files of ``states``, in that order, from disk and this view."""
         for state in states:
-            for name in self._names_on_disk(ts, action, state) or [
-                instant_file_name(ts, action, state)
-            ]:
+            names = self._names_on_disk(ts, action, state)
+            if not names and self.layout >= 2 and state != State.COMPLETED:
+                # Layout 2 names a pending compaction, log compaction or clustering by what
+                # it was planned as; only its completed file by the action it completes as.
+                names = [n for planned, done in COMPLETED_AS.items() if done == action
+                         for n in self._names_on_disk(ts, planned, state)]
+            for name in names or [instant_file_name(ts, action, state)]:
                 self.storage.delete(self._path(name))
                 with self._lock:
                     files = self._files.get(ts, {})

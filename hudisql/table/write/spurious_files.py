@@ -5,10 +5,11 @@ never merge their blocks (``reconcile.py``: the commit's record names the commit
 files), so removing them is tidiness, not correctness: it runs after the instant is
 completed, and a process that dies before it leaves a table that still reads exactly.
 
-The candidates are the instant's ``APPEND`` markers minus the log files its commit
-metadata names. A marker may name a file this writer never created (another writer took
-that log version first), so a candidate is deleted only when every block in it that
-decodes a header was written by this instant.
+The candidates are the instant's log file markers (``APPEND``; ``CREATE`` for a version
+8/9 log file named after its instant) minus the log files its commit metadata names. A
+marker may name a file this writer never created (another writer took that log version
+first), so a candidate is deleted only when every block in it that decodes a header was
+written by this instant.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from hudisql.table.write.files import MARKER_DIR
 
 __all__ = ["remove_spurious_log_files", "spurious_log_files"]
 
-_APPEND = ".marker.APPEND"
+#: The markers a log file is written under: APPEND, or CREATE (versions 8/9 name a new log
+#: file after its instant); base files' CREATE markers are no log file names and are skipped.
+_LOG_MARKERS = (".marker.APPEND", ".marker.CREATE")
 
 
 def _committed_names(metadata: CommitMetadata) -> set[str]:
@@ -47,9 +50,10 @@ def spurious_log_files(storage: Storage, instant_time: str, metadata: CommitMeta
     kept = _committed_names(metadata)
     found = []
     for status in storage.list_recursive(root):
-        if status.is_dir or not status.name.endswith(_APPEND):
+        suffix = next((m for m in _LOG_MARKERS if status.name.endswith(m)), None)
+        if status.is_dir or suffix is None:
             continue
-        rel = status.path[len(root) + 1:-len(_APPEND)]
+        rel = status.path[len(root) + 1:-len(suffix)]
         name = posixpath.basename(rel)
         if LogFileName.parse(name) is None or name in kept or not storage.exists(rel):
             continue
