@@ -279,7 +279,7 @@ ERRORS: list[tuple[str, int, int, str]] = [
     ('CREATE TABLE t (id INT) USING parquet USING hudi', 1, 31, "expected hudi after USING"),
     ('REPLACE TABLE t (id INT) USING hudi', 1, 1, 'DROP TABLE the table first'),
     ('CREATE TABLE (id INT) USING hudi', 1, 14, 'expected the name of the table to create'),
-    ('CALL nope(1)', 1, 6, "unknown procedure 'nope'; hudisql knows rollback_to_instant, run_clean, run_clustering, run_compaction, run_indexer, run_log_compaction, show_archived_commits, show_clustering, show_commits, show_compaction, show_data_skipping, show_indexes, show_log_blocks, show_log_compaction, show_metadata_table_column_stats, show_metadata_table_files, show_metadata_table_partitions, show_timeline, validate_metadata_table"),  # noqa: E501
+    ('CALL nope(1)', 1, 6, "unknown procedure 'nope'; hudisql knows rollback_to_instant, run_clean, run_clustering, run_compaction, run_indexer, run_log_compaction, show_archived_commits, show_clustering, show_commits, show_compaction, show_data_skipping, show_indexes, show_log_blocks, show_log_compaction, show_metadata_table_column_stats, show_metadata_table_files, show_metadata_table_partitions, show_timeline, upgrade_table, validate_metadata_table"),  # noqa: E501
     ("CALL show_commits(tabel => 'x')", 1, 19, "show_commits has no parameter 'tabel'; its parameters are table, limit"),  # noqa: E501
     ('CALL show_commits()', 1, 6, 'show_commits needs table => ...'),
     ('CALL show_commits(limit => 3)', 1, 6, 'show_commits needs table'),
