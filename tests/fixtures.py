@@ -12,6 +12,7 @@ import tempfile
 import zipfile
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "hudi"
 
@@ -71,3 +72,20 @@ def copy_table(name: str, dest_dir: Path) -> Path:
     target = Path(dest_dir) / name
     shutil.copytree(table_path(name), target)
     return target
+
+
+def core_rows_of(path: str, columns: list[str]) -> list[tuple[Any, ...]]:
+    """The table's rows in ``columns``, sorted, as hudisql's own reader gives them."""
+    from hudisql.table import HudiTable
+
+    table = HudiTable.open(path).read(columns=columns)
+    return sorted(tuple(r[c] for c in columns) for r in table.to_pylist())
+
+
+def rs_rows_of(path: str, columns: list[str]) -> list[tuple[Any, ...]]:
+    """The same rows as the hudi (hudi-rs) reader gives them."""
+    import hudi
+    import pyarrow as pa
+
+    table = pa.Table.from_batches(hudi.HudiTable(path).read())
+    return sorted(tuple(r[c] for c in columns) for r in table.select(columns).to_pylist())

@@ -16,7 +16,7 @@ from hudisql.errors import SqlParseError, WriteError
 from hudisql.session import HudiSession
 from hudisql.table import HudiTable
 from hudisql.table.format.properties import TableProperties
-from tests.fixtures import copy_table
+from tests.fixtures import copy_table, core_rows_of, rs_rows_of
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -24,13 +24,11 @@ COLUMNS = ["_hoodie_record_key", "ts", "uuid", "rider", "fare", "city"]
 
 
 def core_rows(path: str) -> list[tuple[Any, ...]]:
-    table = HudiTable.open(path).read(columns=COLUMNS)
-    return sorted(tuple(r[c] for c in COLUMNS) for r in table.to_pylist())
+    return core_rows_of(path, COLUMNS)
 
 
 def rs_rows(path: str) -> list[tuple[Any, ...]]:
-    table = pa.Table.from_batches(hudi.HudiTable(path).read())
-    return sorted(tuple(r[c] for c in COLUMNS) for r in table.select(COLUMNS).to_pylist())
+    return rs_rows_of(path, COLUMNS)
 
 
 def fares(path: str) -> dict[str, float]:

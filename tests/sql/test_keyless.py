@@ -7,13 +7,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import hudi
-import pyarrow as pa
 import pytest
 
 from hudisql.session import HudiSession
 from hudisql.table import HudiTable
 from hudisql.table.format.properties import TableProperties
+from tests.fixtures import core_rows_of, rs_rows_of
 
 pytestmark = pytest.mark.spark
 
@@ -22,13 +21,11 @@ COLUMNS = ["_hoodie_record_key", "_hoodie_partition_path", "ts", "uuid", "rider"
 
 
 def core_rows(path: str) -> list[tuple[Any, ...]]:
-    table = HudiTable.open(path).read(columns=COLUMNS)
-    return sorted(tuple(r[c] for c in COLUMNS) for r in table.to_pylist())
+    return core_rows_of(path, COLUMNS)
 
 
 def rs_rows(path: str) -> list[tuple[Any, ...]]:
-    table = pa.Table.from_batches(hudi.HudiTable(path).read())
-    return sorted(tuple(r[c] for c in COLUMNS) for r in table.select(COLUMNS).to_pylist())
+    return rs_rows_of(path, COLUMNS)
 
 
 def keys_by_rider(path: str) -> dict[str, str]:
