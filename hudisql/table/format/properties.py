@@ -33,7 +33,7 @@ SUPPORTED_VERSIONS = (6, 8, 9)
 #: ``table_versions.hudi1x_properties`` turns into a version 8/9 one.
 WRITE_VERSION = 6
 #: The version of a new table when the writer does not set ``hoodie.write.table.version``.
-DEFAULT_WRITE_VERSION = 6
+DEFAULT_WRITE_VERSION = 9
 #: The table versions hudisql writes, each with the timeline layout it has.
 WRITABLE_VERSIONS = {6: 1, 8: 2, 9: 2}
 

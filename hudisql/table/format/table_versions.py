@@ -1,13 +1,14 @@
 """Table versions 6, 8 and 9 as hudisql writes them: the properties each version carries.
 
-hudisql writes a table at the version it has; a new table is version 6 unless the writer
-sets ``hoodie.write.table.version`` (6, 8 or 9). Versions 8 (Hudi 1.0) and 9 (Hudi 1.1)
-keep their timeline in ``.hoodie/timeline`` (layout 2: completion times in the names of
-completed instants, Avro commit metadata) and say in ``hoodie.properties`` what version 6
-said through class names: the key generator as a type, the merge behaviour as a merge mode.
-Version 9 names the ordering fields ``hoodie.table.ordering.fields`` and drops the payload
-class of the built-in merge modes. :func:`hudi1x_properties` turns a version-6 property set
-into the one Hudi 1.0/1.1 writes (for a new table, and for ``CALL upgrade_table``).
+hudisql writes a table at the version it has; a new table is version 9 (as Hudi 1.1 makes
+it) unless the writer sets ``hoodie.write.table.version`` (6, 8 or 9). Versions 8 (Hudi
+1.0) and 9 (Hudi 1.1) keep their timeline in ``.hoodie/timeline`` (layout 2: completion
+times in the names of completed instants, Avro commit metadata) and say in
+``hoodie.properties`` what version 6 said through class names: the key generator as a
+type, the merge behaviour as a merge mode. Version 9 names the ordering fields
+``hoodie.table.ordering.fields`` and drops the payload class of the built-in merge modes.
+:func:`hudi1x_properties` turns a version-6 property set into the one Hudi 1.0/1.1 writes
+(for a new table, and for ``CALL upgrade_table``).
 """
 
 from __future__ import annotations
