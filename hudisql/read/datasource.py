@@ -44,7 +44,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -280,13 +279,13 @@ class HudiReader(DataSourceReader):
             rng = resolve_range(table, options.begin, options.end,
                                 full_scan_fallback=options.full_scan_fallback,
                                 latest=options.pinned or self.head)
-        self.snapshot = rng.end
+        self.snapshot = rng.as_of
         if options.is_cdc:
             self._slices = []
             self._cdc_units = cdc_units(table, rng)
         else:
             # Each input partition carries the bounds only, not the range's file groups.
-            self._range = replace(rng, instants=(), file_groups=None, archived={})
+            self._range = rng.for_rows()
             self._slices = incremental_slices(table, rng)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -382,7 +381,9 @@ def read_slice_batches(table: HudiTable, file_slice: FileSlice, snapshot: str | 
     # first merged rows reach Spark before the slice is read to its end.
     chunks, _ = stream_file_slice(table.storage, table.properties, table.timeline, file_slice,
                                   as_of=snapshot, columns=columns, schema=schema,
-                                  batch_rows=BATCH_ROWS)
+                                  batch_rows=BATCH_ROWS,
+                                  visible=None if commit_range is None
+                                  else commit_range.visible(table))
     for chunk in chunks:
         yield from conform(_in_range(chunk, commit_range),
                            target).to_batches(max_chunksize=BATCH_ROWS)

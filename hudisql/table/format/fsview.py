@@ -136,13 +136,18 @@ class VisibleInstants:
     """The instants whose writes a reader as of ``as_of`` sees.
 
     An instant is visible when it is completed on the timeline (archived instants count),
-    no rollback names it, and it is no later than ``as_of`` (when given).
+    no rollback names it, it is no later than ``as_of`` (when given) and not ``hidden``.
+    ``hidden`` lets a version 8/9 reader see the table as of a *completion* time: the
+    instants requested before ``as_of`` that completed after that time are hidden
+    (:func:`hudisql.table.read.incremental.completion_snapshot`).
     """
 
-    def __init__(self, timeline: Timeline, as_of: str | None = None) -> None:
+    def __init__(self, timeline: Timeline, as_of: str | None = None,
+                 hidden: frozenset[str] = frozenset()) -> None:
         self.timeline = timeline
         self.as_of = as_of
-        self._rolled_back = frozenset(timeline.rolled_back_instants())
+        self.hidden = hidden
+        self._rolled_back = frozenset(timeline.rolled_back_instants()) | hidden
         self._cache: dict[str, bool] = {}
 
     def __contains__(self, timestamp: object) -> bool:
@@ -171,12 +176,13 @@ class FileSystemView:
         props: TableProperties,
         timeline: Timeline,
         as_of: str | None = None,
+        hidden: frozenset[str] = frozenset(),
     ) -> None:
         self.storage = storage
         self.props = props
         self.timeline = timeline
         self.as_of = as_of
-        self.visible = VisibleInstants(timeline, as_of)
+        self.visible = VisibleInstants(timeline, as_of, hidden)
         # v6 names a log by its slice's base instant; v8+ by the deltacommit that wrote it,
         # and slices it by that deltacommit's completion time.
         self._log_names_writer = props.version >= 8

@@ -1,9 +1,23 @@
 """Incremental queries: the records that changed in a range of instants, without Spark.
 
-Apache Hudi 0.x semantics, by instant time (the tables hudisql writes are version 6): the
-range is ``(begin, end]``, ``begin`` exclusive (``earliest`` or ``000``: from the table's
-start), ``end`` inclusive (default: the last completed write with no pending write before
-it, so that a range read now never misses an instant that completes later). The
+The range is ``(begin, end]``, ``begin`` exclusive (``earliest`` or ``000``: from the
+table's start), ``end`` inclusive. What it bounds depends on the table version:
+
+* Version 6 (Apache Hudi 0.x): instant (requested) times. The default end is the last
+  completed write with no pending write before it, so that a range read now never misses
+  an instant that completes later.
+* Versions 8 and 9 (Apache Hudi 1.x's ``IncrementalQueryAnalyzer``, hudi-rs): *completion*
+  times. The range holds the writes that completed in it, whatever their requested times
+  (a write requested before ``begin`` that completed after it is in; one requested in the
+  range that completed after ``end`` is not); ``begin`` and ``end`` are compared with
+  completion times even when they name a requested time, as Hudi 1.x and hudi-rs do. Rows
+  are those whose ``_hoodie_commit_time`` is one of those writes (Hudi's exact-match
+  instant range), read from the table as of ``end`` by completion: the writes that
+  completed by then (:func:`completion_snapshot`). The default end is the latest
+  completion time: completion times are taken under the table lock after every time on
+  the timeline, so a write pending now completes after it and no hole can open behind it.
+
+The
 *latest state* query returns, for every record whose latest state as of ``end`` was
 written in the range, that state: exactly the snapshot as of ``end`` cut to the rows whose
 ``_hoodie_commit_time`` is in the range. Deleted records do not appear (use CDC for them),
@@ -22,14 +36,14 @@ fallback is off; hudisql reads the archived ones too rather than miss their chan
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from hudisql.errors import HudiSqlError, ReadOptionError
 from hudisql.table.format.commit_metadata import CommitMetadata
-from hudisql.table.format.fsview import FileSlice
+from hudisql.table.format.fsview import FileSlice, FileSystemView, VisibleInstants
 from hudisql.table.format.instant import WRITE_ACTIONS, Action
 from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable, normalize_as_of
@@ -41,6 +55,8 @@ __all__ = [
     "IncrementalRange",
     "check_on_timeline",
     "check_time_travel",
+    "completion_snapshot",
+    "completion_times",
     "incremental_slices",
     "read_incremental",
     "resolve_range",
@@ -63,9 +79,10 @@ class IncrementalRange:
     """A resolved range ``(begin, end]`` of a table's timeline.
 
     ``begin`` None: from the start. ``end`` None: the table has no completed write yet (the
-    range is empty). ``instants``: the completed, not rolled-back writes in the range.
-    ``file_groups``: ``(partition, file id)`` of every file group they wrote, or None when
-    every file group is read (a range from the start, or a full-scan fallback).
+    range is empty). ``instants``: the completed, not rolled-back writes in the range (their
+    instant times; on versions 8/9 in completion order). ``file_groups``: ``(partition, file
+    id)`` of every file group they wrote, or None when every file group is read (a range
+    from the start, or a full-scan fallback).
     """
 
     begin: str | None
@@ -74,6 +91,17 @@ class IncrementalRange:
     file_groups: frozenset[tuple[str, str]] | None
     #: The commit metadata of the archived instants among ``instants``.
     archived: Mapping[str, CommitMetadata] = field(default_factory=dict)
+    #: Versions 8/9: ``begin`` and ``end`` are completion times (module notes).
+    by_completion: bool = False
+    #: Versions 8/9: the instant time the rows are read as of, and the instants requested
+    #: before it that completed after ``end`` (hidden): the table as of ``end``'s completion.
+    snapshot: str | None = None
+    hidden: frozenset[str] = frozenset()
+
+    @property
+    def as_of(self) -> str | None:
+        """The instant time the range's rows are read as of (with :attr:`hidden` unseen)."""
+        return self.snapshot if self.by_completion else self.end
 
     def commit_metadata(self, table: HudiTable, instant: str) -> CommitMetadata:
         """The commit metadata of ``instant`` (archived or active)."""
@@ -85,13 +113,61 @@ class IncrementalRange:
         """True when no completed write lies in the range."""
         return self.end is None or not self.instants
 
+    def file_system_view(self, table: HudiTable) -> FileSystemView:
+        """The file-system view the range's rows are read from (as of its end)."""
+        return FileSystemView(table.storage, table.properties, table.timeline, self.as_of,
+                              self.hidden)
+
+    def visible(self, table: HudiTable) -> VisibleInstants:
+        """The instants a read of the range sees (those completed by its end)."""
+        return VisibleInstants(table.timeline, self.as_of, self.hidden)
+
+    def for_rows(self) -> IncrementalRange:
+        """This range cut to what :meth:`row_filter` and :meth:`visible` need (what each
+        input partition of a Spark read carries): no file groups, no archived metadata, and
+        the instants only where rows are matched against them."""
+        exact = self.by_completion and self.begin is not None
+        return replace(self, instants=self.instants if exact else (), file_groups=None,
+                       archived={})
+
     def row_filter(self, column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
         """The boolean mask of the commit times in ``column`` that lie in the range."""
         column = column.cast(pa.string())
+        if self.by_completion:
+            # Hudi 1.x: from the start, everything the snapshot as of the end holds;
+            # otherwise exactly the writes that completed in the range.
+            if self.begin is None:
+                mask = pc.less_equal(column, self.as_of or "")
+            else:
+                mask = pc.is_in(column, value_set=pa.array(self.instants, pa.string()))
+            return pc.fill_null(mask, False)
         mask = pc.less_equal(column, self.end or "")
         if self.begin is not None:
             mask = pc.and_(mask, pc.greater(column, self.begin))
         return pc.fill_null(mask, False)
+
+
+def completion_times(table: HudiTable) -> dict[str, str]:
+    """Instant time -> completion time of every completed instant on the active timeline
+    (an instant without one, of layout 1, stands for itself)."""
+    return {i.timestamp: i.completion_time or i.timestamp for i in table.timeline.completed()}
+
+
+def completion_snapshot(table: HudiTable, end: str) -> tuple[str, frozenset[str]]:
+    """The table as of completion time ``end`` (versions 8/9), as a file-system view takes
+    it: an instant time ``as_of`` and the instants to hide.
+
+    ``as_of`` is the latest instant time among the instants completed by ``end``; hidden are
+    the instants requested before it that completed after ``end`` (out of order). An end
+    before every active completion (among archived instants) is its own ``as_of``.
+    """
+    times = completion_times(table)
+    done = [ts for ts, completed in times.items() if completed <= end]
+    if not done:
+        return end, frozenset()
+    as_of = max(done)
+    return as_of, frozenset(ts for ts, completed in times.items()
+                            if ts <= as_of and completed > end)
 
 
 def _is_zero(text: str) -> bool:
@@ -127,7 +203,9 @@ def check_on_timeline(table: HudiTable, text: str, instant: str, option: str) ->
     """Refuse an instant given as an instant time (17 digits) that the timeline lacks.
 
     Times written as ``yyyy-MM-dd HH:mm:ss`` (or to the second) are wall-clock times and
-    match any point; an instant time before the first active instant may be archived.
+    match any point; an instant time before the first active instant may be archived. On
+    versions 8/9 a completion time of an instant counts as on the timeline (ranges are by
+    completion time there), and so does any time before the first active completion.
 
     Raises:
         ReadOptionError: the instant is not on the timeline (names its neighbours).
@@ -139,6 +217,11 @@ def check_on_timeline(table: HudiTable, text: str, instant: str, option: str) ->
     if start is not None and instant < start:
         return
     times = [i.timestamp for i in timeline.instants]
+    if table.properties.timeline_layout >= 2:
+        completed = sorted(completion_times(table).values())
+        if instant in completed or (completed and instant < completed[0]):
+            return
+        times += completed
     before = max((t for t in times if t < instant), default=None)
     after = min((t for t in times if t > instant), default=None)
     raise ReadOptionError(
@@ -174,12 +257,14 @@ def check_time_travel(table: HudiTable, as_of: str, option: str = "as.of.instant
 def resolve_range(table: HudiTable, begin: str | None, end: str | None = None, *,
                   full_scan_fallback: bool = False, latest: str | None = None
                   ) -> IncrementalRange:
-    """The range ``(begin, end]`` of ``table``'s timeline, checked.
+    """The range ``(begin, end]`` of ``table``'s timeline, checked: by instant time on
+    version 6, by completion time on versions 8/9 (module notes).
 
     Args:
         begin: exclusive start: an instant time, a time string, or ``earliest``/``000``.
-        end: inclusive end; default: the last completed write with no pending write
-            before it (no later than ``latest`` when given: a pinned snapshot).
+        end: inclusive end; default: on version 6 the last completed write with no pending
+            write before it, on 8/9 the latest completion time (no later than the writes
+            up to instant ``latest`` when given: a pinned snapshot).
         full_scan_fallback: read every file group when ``begin`` lies before the active
             timeline and older instants were archived, instead of refusing.
 
@@ -199,17 +284,14 @@ def resolve_range(table: HudiTable, begin: str | None, end: str | None = None, *
             f"table {table.name} has {_META_FIELDS}=false: its rows carry no commit time, "
             "so changes cannot be read incrementally; query a snapshot instead")
     timeline = table.timeline
+    by_completion = table.properties.timeline_layout >= 2
     start = _bound(table, begin, begin_option, earliest=True)
     if end is not None and str(end).strip():
         stop = _bound(table, end, end_option, earliest=False)
-        holes = [i for i in timeline.pending(_DATA_ACTIONS)
-                 if (start is None or i.timestamp > start) and stop is not None
-                 and i.timestamp <= stop]
-        if holes:
-            raise ReadOptionError(
-                f"{end_option}={end}: write {holes[0].timestamp} of table {table.name} in "
-                f"the range is still {holes[0].state}; end the range before it, or wait for "
-                "it to complete (or roll it back)")
+        assert stop is not None
+        _refuse_pending(table, start, stop, end_option, end, by_completion)
+    elif by_completion:
+        stop = _latest_completion(table, latest)
     else:
         head = timeline.last_completed_without_holes(_DATA_ACTIONS)
         stop = None if head is None else head.timestamp
@@ -221,19 +303,58 @@ def resolve_range(table: HudiTable, begin: str | None, end: str | None = None, *
             f"{table.name}: the range (begin, end] is empty the wrong way round; swap them")
     rolled_back = timeline.rolled_back_instants()
 
-    def wanted(ts: str) -> bool:
-        return (ts not in rolled_back and stop is not None and ts <= stop
-                and (start is None or ts > start))
+    def wanted(ts: str, completed: str) -> bool:
+        key = completed if by_completion else ts
+        return (ts not in rolled_back and stop is not None and key <= stop
+                and (start is None or key > start))
 
     archived: dict[str, CommitMetadata] = {}
     if _reaches_archive(table, start) and not (start is not None and full_scan_fallback):
         archived = _archived_writes(table, wanted)
-    instants = tuple(sorted(archived)) + tuple(
-        i.timestamp for i in timeline.completed(WRITE_ACTIONS) if wanted(i.timestamp))
+    times = completion_times(table)
+    active = [(times[i.timestamp], i.timestamp) for i in timeline.completed(WRITE_ACTIONS)
+              if wanted(i.timestamp, times[i.timestamp])]
+    if by_completion:
+        active.sort()
+    instants = tuple(archived) + tuple(ts for _, ts in active)
     groups: frozenset[tuple[str, str]] | None = None
     if start is not None and not (full_scan_fallback and _reaches_archive(table, start)):
         groups = frozenset(_written_file_groups(table, instants, archived))
-    return IncrementalRange(start, stop, instants, groups, archived)
+    if not by_completion:
+        return IncrementalRange(start, stop, instants, groups, archived)
+    as_of, hidden = (None, frozenset[str]()) if stop is None else completion_snapshot(table, stop)
+    return IncrementalRange(start, stop, instants, groups, archived, True, as_of, hidden)
+
+
+def _refuse_pending(table: HudiTable, start: str | None, stop: str, option: str, end: str,
+                    by_completion: bool) -> None:
+    """Refuse an explicit end that a pending write may still complete at or before.
+
+    Version 6: a pending write requested in the range. Versions 8/9: any pending write
+    when the end lies after the latest completion (it completes after that one).
+    """
+    pending = table.timeline.pending(_DATA_ACTIONS)
+    if by_completion:
+        done = completion_times(table).values()
+        holes = pending if pending and stop > max(done, default="") else []
+    else:
+        holes = [i for i in pending if (start is None or i.timestamp > start)
+                 and i.timestamp <= stop]
+    if holes:
+        where = ("after the latest completion time" if by_completion else "in the range")
+        raise ReadOptionError(
+            f"{option}={end}: write {holes[0].timestamp} of table {table.name} is still "
+            f"{holes[0].state} and may complete {where}; end the range before it, or wait "
+            "for it to complete (or roll it back)")
+
+
+def _latest_completion(table: HudiTable, latest: str | None) -> str | None:
+    """Versions 8/9: the default end, the latest completion time of a write (of the writes
+    requested up to ``latest`` when given: a pinned snapshot)."""
+    times = completion_times(table)
+    done = [times[i.timestamp] for i in table.timeline.completed(WRITE_ACTIONS)
+            if latest is None or i.timestamp <= latest]
+    return max(done, default=None)
 
 
 def _reaches_archive(table: HudiTable, begin: str | None) -> bool:
@@ -246,18 +367,24 @@ def _reaches_archive(table: HudiTable, begin: str | None) -> bool:
         not f.is_dir for f in table.storage.list_dir(archive))
 
 
-def _archived_writes(table: HudiTable, wanted: Callable[[str], bool]
+def _archived_writes(table: HudiTable, wanted: Callable[[str, str], bool]
                      ) -> dict[str, CommitMetadata]:
-    """The archived completed writes ``wanted`` keeps, with their commit metadata: a range
+    """The archived completed writes ``wanted`` keeps (given instant and completion time),
+    with their commit metadata, oldest first (versions 8/9: by completion time): a range
     that starts among archived instants reads them (loading the archived timeline)."""
     from hudisql.table.services.archive import ArchivedTimeline
 
-    found: dict[str, CommitMetadata] = {}
+    found: list[tuple[str, str, CommitMetadata]] = []
     for entry in ArchivedTimeline(table.storage, table.timeline).completed():
         metadata = entry.commit_metadata()
-        if metadata is not None and wanted(entry.timestamp):
-            found[entry.timestamp] = metadata
-    return found
+        completed = str(entry.record.get("completionTime") or entry.timestamp)
+        if metadata is not None and wanted(entry.timestamp, completed):
+            found.append((completed, entry.timestamp, metadata))
+    if table.properties.timeline_layout < 2:
+        found.sort(key=lambda f: f[1])
+    else:
+        found.sort()
+    return {ts: metadata for _, ts, metadata in found}
 
 
 def _written_file_groups(table: HudiTable, instants: Iterable[str],
@@ -270,11 +397,12 @@ def _written_file_groups(table: HudiTable, instants: Iterable[str],
     return groups
 
 
-def incremental_slices(table: HudiTable, rng: IncrementalRange) -> list[FileSlice]:
-    """The file slices as of ``rng.end`` that may hold rows written in the range."""
+def incremental_slices(table: HudiTable, rng: IncrementalRange,
+                       view: FileSystemView | None = None) -> list[FileSlice]:
+    """The file slices as of ``rng``'s end that may hold rows written in the range."""
     if rng.is_empty:
         return []
-    slices = table.file_slices(as_of=rng.end)
+    slices = (view or rng.file_system_view(table)).latest_file_slices()
     if rng.file_groups is None:
         return slices
     return [s for s in slices if (s.partition_path, s.file_id) in rng.file_groups]
@@ -291,11 +419,11 @@ def read_incremental(table: HudiTable, begin: str | None, end: str | None = None
         ReadOptionError: see :func:`resolve_range`.
     """
     rng = resolve_range(table, begin, end, full_scan_fallback=full_scan_fallback)
-    schema = table.schema_as_of(rng.end) if rng.end is not None else table.schema
-    view = table.file_system_view(rng.end)
+    schema = table.schema_as_of(rng.as_of) if rng.as_of is not None else table.schema
+    view = rng.file_system_view(table)
     parts = []
-    for file_slice in incremental_slices(table, rng):
+    for file_slice in incremental_slices(table, rng, view):
         rows = read_file_slice(table.storage, table.properties, table.timeline, file_slice,
-                               rng.end, schema=schema, visible=view.visible)
+                               rng.as_of, schema=schema, visible=view.visible)
         parts.append(rows.filter(rng.row_filter(rows.column(COMMIT_TIME_COLUMN))))
     return pa.concat_tables(parts) if parts else schema.empty_table()
