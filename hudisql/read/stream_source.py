@@ -1,7 +1,9 @@
 """``spark.readStream.format("hudi")``: each micro-batch reads the commits of ``(start, end]``.
 
-A Python ``DataSourceStreamReader`` whose offsets are instant times, ``{"commitTime":
-"<instant>"}`` as Apache Hudi's streaming source writes them. Each micro-batch is the
+A Python ``DataSourceStreamReader`` whose offsets are ``{"commitTime": "<time>"}`` as Apache
+Hudi's streaming source writes them: instant times on version 6 tables, *completion* times
+on versions 8/9 (Hudi 1.x's ``HoodieStreamSourceV2``), where incremental ranges are by
+completion time. Each micro-batch is the
 incremental query of its range (:mod:`hudisql.table.read.incremental`): the latest state of the
 records written in it, or with ``hoodie.datasource.query.type=incremental`` and
 ``hoodie.datasource.query.incremental.format=cdc`` Hudi's change records
@@ -9,9 +11,13 @@ records written in it, or with ``hoodie.datasource.query.type=incremental`` and
 (:class:`~hudisql.read.datasource.HudiReader`): one per file slice or CDC unit.
 
 * Start: ``hoodie.datasource.streaming.startOffset`` = ``earliest`` (default) | ``latest`` |
-  an instant (exclusive: the commits after it), as Hudi's source.
-* The end never passes a pending write: the last completed write with no pending write
-  before it (a write that completes later is never skipped); rolled-back writes never count.
+  an instant (exclusive: the commits after it; on versions 8/9 a completion time), as
+  Hudi's source.
+* A write that completes later is never skipped: on version 6 the end never passes a
+  pending write (the last completed write with no pending write before it); on versions
+  8/9 the end is the latest completion time, and a write pending now completes after it
+  (completion times are taken under the table lock after every time on the timeline).
+  Rolled-back writes never count.
 * Admission control: Spark's read limits, admitting whole commits (at least one per batch):
   ``maxRowsPerTrigger`` (rows inserted, updated or deleted), ``maxFilesPerTrigger`` (files
   written) or
@@ -55,10 +61,11 @@ from hudisql.read.options import (
     ReadOptions,
 )
 from hudisql.table.format.instant import WRITE_ACTIONS, Action
-from hudisql.table.read.incremental import EARLIEST, check_on_timeline
+from hudisql.table.read.incremental import EARLIEST, check_on_timeline, completion_times
 
 if TYPE_CHECKING:
     from hudisql.table.format.commit_metadata import WriteStat
+    from hudisql.table.format.instant import Instant
     from hudisql.table.table import HudiTable
 
 __all__ = ["START_OFFSET", "HudiStreamReader", "read_limit"]
@@ -124,6 +131,16 @@ def _earliest_readable(table: HudiTable) -> str | None:
     return clean.earliest_commit_to_retain or None
 
 
+def _in_offset_order(table: HudiTable) -> list[tuple[str, Instant]]:
+    """The completed writes with the offset each one ends at, in offset order: its instant
+    time on version 6, its completion time on versions 8/9."""
+    writes = table.timeline.completed(WRITE_ACTIONS)
+    if table.properties.timeline_layout < 2:
+        return [(i.timestamp, i) for i in writes]
+    return sorted(((i.completion_time or i.timestamp, i) for i in writes),
+                  key=lambda pair: pair[0])
+
+
 class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Streams the commits of a Hudi table as micro-batches of incremental queries."""
 
@@ -159,9 +176,15 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _offset(text)
 
     def _end(self, table: HudiTable) -> str | None:
-        """The furthest end: the last completed write with no pending write before it."""
-        head = table.timeline.last_completed_without_holes(_DATA_ACTIONS)
-        end = None if head is None else head.timestamp
+        """The furthest end: on version 6 the last completed write with no pending write
+        before it, on versions 8/9 the latest completion time of a write."""
+        if table.properties.timeline_layout >= 2:
+            times = completion_times(table)
+            end = max((times[i.timestamp] for i in table.timeline.completed(WRITE_ACTIONS)),
+                      default=None)
+        else:
+            head = table.timeline.last_completed_without_holes(_DATA_ACTIONS)
+            end = None if head is None else head.timestamp
         if self.target is not None and (end is None or end > self.target):
             end = self.target
         return end
@@ -171,7 +194,8 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self.limit
 
     def latestOffset(self, start: dict[str, str], limit: ReadLimit) -> dict[str, str]:
-        """The end of the next batch: whole commits after ``start`` within ``limit``."""
+        """The end of the next batch: whole commits after ``start`` within ``limit`` (in
+        completion order on versions 8/9)."""
         table = _open_path(self.options.path)
         begin = start["commitTime"]
         end = self._end(table)
@@ -185,9 +209,10 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         readable = _earliest_readable(table)
         used = 0
         admitted: str | None = None
-        for instant in table.timeline.completed(WRITE_ACTIONS):
+        admitted_instant = ""
+        for key, instant in _in_offset_order(table):
             ts = instant.timestamp
-            if ts <= begin or ts > end or ts in rolled_back:
+            if key <= begin or key > end or ts in rolled_back:
                 continue
             stats = table.timeline.commit_metadata(instant).write_stats()
             if isinstance(limit, ReadMaxRows):
@@ -199,10 +224,10 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             else:  # ReadMinRows and others: not a cap on this source
                 return _offset(end)
             if admitted is not None and used + size > cap and (
-                    readable is None or admitted >= readable):
+                    readable is None or admitted_instant >= readable):
                 break
             used += size
-            admitted = ts
+            admitted, admitted_instant = key, ts
         return _offset(admitted or end)
 
     def reportLatestOffset(self) -> dict[str, str] | None:

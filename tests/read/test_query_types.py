@@ -19,7 +19,7 @@ import hudisql
 from hudisql.session import HudiSession
 from hudisql.table.read.cdc import read_cdc
 from hudisql.table.read.incremental import read_incremental
-from tests.fixtures import table_path
+from tests.fixtures import VERSION_6, table_path
 from tests.read.test_datasource import rows, spark_rows
 from tests.table.test_incremental import TABLE_TYPES, History, fares, make_history
 
@@ -34,7 +34,7 @@ FORMAT = "hoodie.datasource.query.incremental.format"
 @pytest.fixture(scope="module", params=TABLE_TYPES)
 def history(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             ) -> History:
-    return make_history(tmp_path_factory.mktemp("history"), request.param)
+    return make_history(tmp_path_factory.mktemp("history"), request.param, VERSION_6)
 
 
 def load(session: HudiSession, path: str, **options: str) -> DataFrame:
@@ -196,7 +196,7 @@ def test_an_overwrite_in_the_range_replaces_file_groups(hudi_session: HudiSessio
                                                         ) -> None:
     from hudisql.write.pipeline import SparkWriter
 
-    history = make_history(tmp_path_factory.mktemp("overwrite"), "MERGE_ON_READ")
+    history = make_history(tmp_path_factory.mktemp("overwrite"), "MERGE_ON_READ", VERSION_6)
     spark = hudi_session.spark
     rows_ = spark.createDataFrame([("k00", 5, 1.5, "sf"), ("k98", 5, 2.5, "sf")],
                                   "uuid string, ts long, fare double, city string")

@@ -20,6 +20,7 @@ from hudisql.read.stream_source import HudiStreamReader
 from hudisql.table.format.instant import WRITE_ACTIONS
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
+from tests.fixtures import VERSION_6
 from tests.table.test_incremental import History, make_history, records
 
 START = "hoodie.datasource.streaming.startOffset"
@@ -27,7 +28,7 @@ START = "hoodie.datasource.streaming.startOffset"
 
 @pytest.fixture
 def history(tmp_path: Path) -> History:
-    return make_history(tmp_path, "MERGE_ON_READ")
+    return make_history(tmp_path, "MERGE_ON_READ", VERSION_6)
 
 
 def _reader(history: History, **options: str) -> HudiStreamReader:
@@ -104,7 +105,7 @@ def test_a_start_archived_or_cleaned(tmp_path: Path) -> None:
     from hudisql.services.clean import run_clean
     from hudisql.table.read.incremental import FULL_SCAN_FALLBACK, read_incremental
 
-    history = make_history(tmp_path, "COPY_ON_WRITE")  # a clean deletes older base files
+    history = make_history(tmp_path, "COPY_ON_WRITE", VERSION_6)  # a clean deletes older base files
     client = WriteClient(history.table())
     for i in range(4):
         client.upsert(records([10 + i], 5 + i, 600.0 + i))

@@ -19,6 +19,7 @@ from hudisql.table.read.incremental import read_incremental
 from hudisql.table.table import HudiTable
 from hudisql.txn.transaction import Transaction
 from hudisql.txn.writer import WriteClient
+from tests.fixtures import VERSION_6
 from tests.table.test_incremental import History, make_history, records
 
 pytestmark = [pytest.mark.slow]
@@ -28,7 +29,7 @@ _names = itertools.count()
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> History:
     """insert, update, delete, a rolled-back write, a late upsert, a compaction, an upsert."""
-    made = make_history(tmp_path_factory.mktemp("stream"), "MERGE_ON_READ")
+    made = make_history(tmp_path_factory.mktemp("stream"), "MERGE_ON_READ", VERSION_6)
     table = made.table()
     planned = schedule_compaction(table)
     assert planned is not None

@@ -17,6 +17,7 @@ from hudisql.table.read.cdc import read_cdc
 from hudisql.table.read.incremental import read_incremental
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
+from tests.fixtures import VERSION_6
 from tests.table.test_incremental import fares, hudi_rs_incremental, make_history, records
 
 SMALL_BLOCKS = {"hoodie.log.compaction.blocks.threshold": "2"}
@@ -28,7 +29,7 @@ def serviced_history(root: Path) -> tuple[str, list[str], str, str]:
 
     Returns (path, [update instants], log compaction instant, compaction instant).
     """
-    history = make_history(root, "MERGE_ON_READ")
+    history = make_history(root, "MERGE_ON_READ", VERSION_6)
     client = WriteClient(HudiTable.open(history.path))
     updates = [client.upsert(records([0, 2], 10 + n, 1000.0 * (n + 1))).instant_time
                for n in range(3)]

@@ -159,13 +159,11 @@ def completion_snapshot(table: HudiTable, end: str) -> tuple[str, frozenset[str]
 
     ``as_of`` is the latest instant time among the instants completed by ``end``; hidden are
     the instants requested before it that completed after ``end`` (out of order). An end
-    before every active completion (among archived instants) is its own ``as_of``.
+    before every active completion (among archived instants) is its own ``as_of``, with the
+    active instants requested before it hidden.
     """
     times = completion_times(table)
-    done = [ts for ts, completed in times.items() if completed <= end]
-    if not done:
-        return end, frozenset()
-    as_of = max(done)
+    as_of = max((ts for ts, completed in times.items() if completed <= end), default=end)
     return as_of, frozenset(ts for ts, completed in times.items()
                             if ts <= as_of and completed > end)
 
