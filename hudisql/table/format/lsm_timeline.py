@@ -56,6 +56,18 @@ class ArchivedCompletionTimes:
                     return found
         return None
 
+    def all(self) -> dict[str, str]:
+        """Instant time -> completion time of every instant in the history (reads every
+        history file's two time columns, not the instants' metadata).
+
+        Raises:
+            CorruptTableError: the manifest or a history file is malformed (names the file).
+        """
+        times: dict[str, str] = {}
+        for _, _, name in self._manifest_files():
+            times.update(self._times_in(name))
+        return times
+
     def _manifest_files(self) -> list[tuple[str, str, str]]:
         if self._files is not None:
             return self._files

@@ -45,6 +45,7 @@ from hudisql.errors import HudiSqlError, ReadOptionError
 from hudisql.table.format.commit_metadata import CommitMetadata
 from hudisql.table.format.fsview import FileSlice, FileSystemView, VisibleInstants
 from hudisql.table.format.instant import WRITE_ACTIONS, Action
+from hudisql.table.format.lsm_timeline import ArchivedCompletionTimes
 from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable, normalize_as_of
 
@@ -307,14 +308,22 @@ def resolve_range(table: HudiTable, begin: str | None, end: str | None = None, *
                 and (start is None or key > start))
 
     archived: dict[str, CommitMetadata] = {}
+    scanned: tuple[str, ...] = ()
     if _reaches_archive(table, start) and not (start is not None and full_scan_fallback):
         archived = _archived_writes(table, wanted)
+    elif by_completion and start is not None and _reaches_archive(table, start):
+        # A full scan still matches rows by instant: the archived instants completed in
+        # the range, from the history's time columns (not their metadata).
+        history = ArchivedCompletionTimes(table.storage, table.properties).all()
+        scanned = tuple(ts for _, ts in sorted(
+            (completed, ts) for ts, completed in history.items()
+            if timeline.get(ts) is None and wanted(ts, completed)))
     times = completion_times(table)
     active = [(times[i.timestamp], i.timestamp) for i in timeline.completed(WRITE_ACTIONS)
               if wanted(i.timestamp, times[i.timestamp])]
     if by_completion:
         active.sort()
-    instants = tuple(archived) + tuple(ts for _, ts in active)
+    instants = tuple(archived) + scanned + tuple(ts for _, ts in active)
     groups: frozenset[tuple[str, str]] | None = None
     if start is not None and not (full_scan_fallback and _reaches_archive(table, start)):
         groups = frozenset(_written_file_groups(table, instants, archived))
