@@ -19,7 +19,7 @@ import hudisql
 from hudisql.session import HudiSession
 from hudisql.table.read.cdc import read_cdc
 from hudisql.table.read.incremental import read_incremental
-from tests.fixtures import VERSION_6, table_path
+from tests.fixtures import table_path
 from tests.read.test_datasource import rows, spark_rows
 from tests.table.test_incremental import TABLE_TYPES, History, fares, make_history
 
@@ -34,7 +34,7 @@ FORMAT = "hoodie.datasource.query.incremental.format"
 @pytest.fixture(scope="module", params=TABLE_TYPES)
 def history(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             ) -> History:
-    return make_history(tmp_path_factory.mktemp("history"), request.param, VERSION_6)
+    return make_history(tmp_path_factory.mktemp("history"), request.param)
 
 
 def load(session: HudiSession, path: str, **options: str) -> DataFrame:
@@ -83,27 +83,30 @@ def test_read_optimized_merge_on_read_ignores_log_updates(hudi_session: HudiSess
 
 def test_incremental_latest_state_matches_the_core(hudi_session: HudiSession,
                                                    history: History) -> None:
-    table = history.table()
-    for begin, end in [(history.insert, history.late), (history.insert, history.update),
-                       (history.update, history.delete), ("earliest", history.update),
-                       (history.delete, None)]:
+    table, at = history.table(), history.at  # version 9: bounds are completion times
+    for begin, end in [(at(history.insert), at(history.late)),
+                       (at(history.insert), at(history.update)),
+                       (at(history.update), at(history.delete)), ("earliest", at(history.update)),
+                       (at(history.delete), None)]:
         got = incremental(hudi_session, history.path, begin, end)
         assert spark_rows(got) == rows(read_incremental(table, begin, end)), (begin, end)
-    k10 = incremental(hudi_session, history.path, history.delete).where("uuid = 'k10'")
+    k10 = incremental(hudi_session, history.path, at(history.delete)).where("uuid = 'k10'")
     assert [r.fare for r in k10.collect()] == [510.0]
 
 
 def test_incremental_reads_only_the_written_file_groups(hudi_session: HudiSession,
                                                         history: History) -> None:
-    got = incremental(hudi_session, history.path, history.delete, history.late)
+    got = incremental(hudi_session, history.path, history.at(history.delete),
+                      history.at(history.late))
     written = history.table().timeline.commit_metadata(history.late).write_stats()
     assert got.rdd.getNumPartitions() == len(written)
 
 
 def test_cdc_query_matches_the_core(hudi_session: HudiSession, history: History) -> None:
-    got = incremental(hudi_session, history.path, history.insert, history.late, "cdc")
+    begin, end = history.at(history.insert), history.at(history.late)
+    got = incremental(hudi_session, history.path, begin, end, "cdc")
     assert got.columns == ["op", "ts_ms", "before", "after"]
-    expected = read_cdc(history.table(), history.insert, history.late)
+    expected = read_cdc(history.table(), begin, end)
     key = ("op", "ts_ms", "before", "after")
 
     def ordered(table: pa.Table) -> list[tuple[Any, ...]]:
@@ -115,13 +118,14 @@ def test_cdc_query_matches_the_core(hudi_session: HudiSession, history: History)
 
 def test_the_table_handle_reads_query_types(hudi_session: HudiSession,
                                             history: History) -> None:
-    handle = hudi_session.table_at(history.path)
-    latest = handle.read(query_type="incremental", begin=history.insert, end=history.update)
+    handle, at = hudi_session.table_at(history.path), history.at
+    latest = handle.read(query_type="incremental", begin=at(history.insert),
+                         end=at(history.update))
     assert fares(latest.toArrow()) == fares(
-        read_incremental(history.table(), history.insert, history.update))
-    cdc = handle.read(**{QUERY: "incremental", BEGIN: history.delete, FORMAT: "cdc"})
+        read_incremental(history.table(), at(history.insert), at(history.update)))
+    cdc = handle.read(**{QUERY: "incremental", BEGIN: at(history.delete), FORMAT: "cdc"})
     assert [r.op for r in cdc.collect()] == ["u"]
-    named = handle.read(query_type="incremental", begin=history.delete,
+    named = handle.read(query_type="incremental", begin=at(history.delete),
                         incremental_format="cdc")
     assert named.columns == ["op", "ts_ms", "before", "after"] and named.count() == 1
     optimized = handle.read(query_type="read_optimized", columns=["uuid", "fare"])
@@ -131,9 +135,10 @@ def test_the_table_handle_reads_query_types(hudi_session: HudiSession,
 
 
 def test_read_table_takes_query_types(history: History) -> None:
-    got = hudisql.read_table(history.path, query_type="incremental", begin=history.delete)
+    after_delete = history.at(history.delete)
+    got = hudisql.read_table(history.path, query_type="incremental", begin=after_delete)
     assert fares(got) == {"k10": 510.0}
-    cdc = hudisql.read_table(history.path, query_type="incremental", begin=history.delete,
+    cdc = hudisql.read_table(history.path, query_type="incremental", begin=after_delete,
                              incremental_format="cdc")
     assert cdc.column("op").to_pylist() == ["u"]
     optimized = fares(hudisql.read_table(history.path, query_type="read_optimized"))
@@ -170,12 +175,16 @@ def test_incremental_without_begin_fails_when_read(hudi_session: HudiSession,
 
 def test_begin_after_end_fails_at_load(hudi_session: HudiSession, history: History) -> None:
     with pytest.raises(AnalysisException, match="swap them"):
-        incremental(hudi_session, history.path, history.late, history.insert)
+        incremental(hudi_session, history.path, history.at(history.late),
+                    history.at(history.insert))
 
 
-def test_fixture_incremental_through_spark_as_hudi_rs(hudi_session: HudiSession) -> None:
-    path = str(table_path("v6_trips_8i1u"))
-    first, last = (i.timestamp for i in history_instants(path))
+@pytest.mark.parametrize("name", ["v6_trips_8i1u", "v8_trips_8i1u"])
+def test_fixture_incremental_through_spark_as_hudi_rs(hudi_session: HudiSession,
+                                                      name: str) -> None:
+    path = str(table_path(name))
+    # Version 8 (Hudi 1.0's own table): the range is by completion time.
+    first, last = (i.completion_time or i.timestamp for i in history_instants(path))
     got = incremental(hudi_session, path, first, last).toArrow()
     options = (hudi.HudiReadOptions().with_query_type(hudi.HudiQueryType.Incremental)
                .with_start_timestamp(first).with_end_timestamp(last))
@@ -196,7 +205,7 @@ def test_an_overwrite_in_the_range_replaces_file_groups(hudi_session: HudiSessio
                                                         ) -> None:
     from hudisql.write.pipeline import SparkWriter
 
-    history = make_history(tmp_path_factory.mktemp("overwrite"), "MERGE_ON_READ", VERSION_6)
+    history = make_history(tmp_path_factory.mktemp("overwrite"), "MERGE_ON_READ")
     spark = hudi_session.spark
     rows_ = spark.createDataFrame([("k00", 5, 1.5, "sf"), ("k98", 5, 2.5, "sf")],
                                   "uuid string, ts long, fare double, city string")
@@ -204,10 +213,11 @@ def test_an_overwrite_in_the_range_replaces_file_groups(hudi_session: HudiSessio
     table = history.table()
     overwrite = table.timeline.last_completed()
     assert overwrite is not None and overwrite.action == "replacecommit"
-    latest = incremental(hudi_session, history.path, history.late).toArrow()
+    after_late = history.at(history.late)
+    latest = incremental(hudi_session, history.path, after_late).toArrow()
     assert fares(latest) == {"k00": 1.5, "k98": 2.5}
-    assert rows(latest) == rows(read_incremental(table, history.late))
-    changes = incremental(hudi_session, history.path, history.late, fmt="cdc").collect()
+    assert rows(latest) == rows(read_incremental(table, after_late))
+    changes = incremental(hudi_session, history.path, after_late, fmt="cdc").collect()
     sf_before = {k for k, v in fares(hudisql.read_table(history.path, as_of=history.late))
                  .items() if int(k[1:]) % 2 == 0}
     assert sorted((c.op, json_key(c.before or c.after)) for c in changes) == sorted(

@@ -141,3 +141,16 @@ def test_a_pending_write_does_not_hold_the_end_back(tmp_path: Path) -> None:
             resolve_range(table, h.done(h.d), "2999-01-01 00:00:00.000")
     finally:
         pending.abort()
+
+
+@pytest.mark.spark
+def test_spark_reads_the_same_ranges(spark, history: OutOfOrder) -> None:  # type: ignore[no-untyped-def]
+    # Through the data source: from the start to C's completion B's log is hidden, and
+    # (C's completion, B's completion] is B's rows alone.
+    h, done = history, history.done
+    for begin, end in [("earliest", done(h.c)), (done(h.c), done(h.b))]:
+        frame = (spark.read.format("hudi")
+                 .option("hoodie.datasource.query.type", "incremental")
+                 .option("hoodie.datasource.read.begin.instanttime", begin)
+                 .option("hoodie.datasource.read.end.instanttime", end).load(h.path))
+        assert _rows(frame.toArrow()) == _rows(read_incremental(h.table(), begin, end))
