@@ -1,7 +1,8 @@
 """Time travel and incremental queries in SQL: ``TIMESTAMP AS OF`` and ``hudi_table_changes``.
 
 Results are checked against the table core's pure-Python reads (``hudisql.read_table``),
-which ``tests/table/test_incremental.py`` checks against hudi-rs.
+which ``tests/table/test_incremental.py`` checks against hudi-rs. The tables are version 9:
+incremental ranges are by completion time (:func:`completions`), time travel by instant.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ def core_names(path: Path, **kwargs: Any) -> dict[int, str]:
 
 def commits(path: Path) -> list[str]:
     return [i.timestamp for i in HudiTable.open(str(path)).timeline.completed()]
+
+
+def completions(path: Path) -> list[str]:
+    """The completion times of the completed instants: where incremental ranges end."""
+    return [i.completion_time or i.timestamp
+            for i in HudiTable.open(str(path)).timeline.completed()]
 
 
 @pytest.fixture(params=["MERGE_ON_READ", "COPY_ON_WRITE"])
@@ -108,7 +115,8 @@ def test_timestamp_as_of_bad_input(session: HudiSession, trips: Path) -> None:
 
 
 def test_table_changes_latest_state(session: HudiSession, trips: Path) -> None:
-    first, second, third = commits(trips)
+    first, second, third = completions(trips)
+    inserted = commits(trips)[0]
     got = session.sql(
         f"SELECT id, name FROM hudi_table_changes('trips', 'latest_state', '{first}')")
     assert names(got) == {2: "B"}
@@ -117,7 +125,7 @@ def test_table_changes_latest_state(session: HudiSession, trips: Path) -> None:
         f"hudi_table_changes('default.trips', 'latest_state', 'earliest', '{first}') c "
         "ORDER BY c.id")
     assert [(r.id, r.name, r._hoodie_commit_time) for r in everything.collect()] == [
-        (1, "a", first), (2, "b", first), (3, "c", first)]
+        (1, "a", inserted), (2, "b", inserted), (3, "c", inserted)]
     by_path = session.sql(
         f"SELECT id, name FROM hudi_table_changes('{trips}', 'latest_state', '{second}')")
     assert names(by_path) == {}
@@ -129,6 +137,7 @@ def test_table_changes_latest_state(session: HudiSession, trips: Path) -> None:
 
 def test_table_changes_cdc(session: HudiSession, trips: Path) -> None:
     first, second, third = commits(trips)
+    done = completions(trips)
     got = session.sql(
         "SELECT op, ts_ms, before, after FROM hudi_table_changes('trips', 'cdc', 'earliest') "
         "ORDER BY ts_ms, op")
@@ -136,14 +145,14 @@ def test_table_changes_cdc(session: HudiSession, trips: Path) -> None:
     assert changes == [("i", first, 1), ("i", first, 2), ("i", first, 3), ("u", second, 2),
                        ("d", third, 3)]
     update = session.sql(
-        f"SELECT before, after FROM hudi_table_changes('trips', 'cdc', '{first}', '{second}')"
+        f"SELECT before, after FROM hudi_table_changes('trips', 'cdc', '{done[0]}', '{done[1]}')"
     ).collect()
     assert [json.loads(r.before)["name"] for r in update] == ["b"]
     assert [json.loads(r.after)["name"] for r in update] == ["B"]
 
 
 def test_table_changes_bad_input(session: HudiSession, trips: Path) -> None:
-    first, _, third = commits(trips)
+    first, _, third = completions(trips)
     with pytest.raises(ReadOptionError, match="swap them"):
         session.sql(f"SELECT * FROM hudi_table_changes('trips', 'cdc', '{third}', '{first}')")
     with pytest.raises(ReadOptionError, match="query type 'snapshot' is unknown"):
@@ -151,7 +160,7 @@ def test_table_changes_bad_input(session: HudiSession, trips: Path) -> None:
     with pytest.raises(ReadOptionError, match="given 2 arguments"):
         session.sql("SELECT * FROM hudi_table_changes('trips', 'cdc')")
     between = next(t for t in (str(int(first) + n) for n in range(1, 100))
-                   if t not in commits(trips))
+                   if t not in commits(trips) + completions(trips))
     with pytest.raises(ReadOptionError, match=f"line 2, column 3: .*no instant {between}"):
         session.sql(f"SELECT * FROM\n  hudi_table_changes('trips', 'cdc', '{between}')")
     with pytest.raises(TableNotFoundError, match="nothing_here is not a hudi table"):
@@ -162,7 +171,7 @@ def test_incremental_etl_into_another_hudi_table(session: HudiSession, trips: Pa
     first = commits(trips)[0]
     session.sql(CREATE.format(name="trips_copy", kind="cow"))
     session.sql("INSERT INTO trips_copy SELECT id, name, ts, part FROM "
-                f"hudi_table_changes('trips', 'latest_state', '{first}')")
+                f"hudi_table_changes('trips', 'latest_state', '{completions(trips)[0]}')")
     session.sql("INSERT INTO trips_copy SELECT id, name, ts, part FROM trips "
                 f"TIMESTAMP AS OF '{first}' WHERE id = 3")
     assert names(session.sql("SELECT id, name FROM trips_copy")) == {2: "B", 3: "c"}
@@ -181,7 +190,7 @@ def test_time_travel_on_other_tables_is_spark_business(session: HudiSession) -> 
 
 def test_catalog_table_options_take_an_incremental_query(session: HudiSession,
                                                          trips: Path) -> None:
-    first = commits(trips)[0]
+    first = completions(trips)[0]
     got = session.sql(
         "SELECT id, name FROM trips WITH ('hoodie.datasource.query.type' = 'incremental', "
         f"'hoodie.datasource.read.begin.instanttime' = '{first}')")
