@@ -29,8 +29,10 @@ archived instants loads the archived timeline and reads their commit metadata, s
 the file groups they wrote and CDC reads their changes; with
 ``hoodie.datasource.read.incr.fallback.fulltablescan.enable=true`` a latest-state range
 scans every file group instead (the snapshot as of ``end`` filtered by commit time, exact
-too), as Hudi does. Apache Hudi 0.x reads only the active instants of such a range when the
-fallback is off; hudisql reads the archived ones too rather than miss their changes.
+too; on versions 8/9 the archived instants of the range come from the LSM history's time
+columns, their metadata unread), as Hudi does. Apache Hudi 0.x reads only the active
+instants of such a range when the fallback is off; hudisql reads the archived ones too
+rather than miss their changes.
 """
 
 from __future__ import annotations
