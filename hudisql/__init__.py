@@ -64,7 +64,8 @@ def read_table(path: str, as_of: str | None = None, *, query_type: str = "snapsh
             files only, log files ignored) or ``incremental`` (the changes of
             ``(begin, end]``; see :mod:`hudisql.table.read.incremental`).
         begin, end: an incremental query's range (``begin``: an instant, a time or
-            ``earliest``; ``end`` defaults to the latest commit).
+            ``earliest``; ``end`` defaults to the latest commit); completion times on
+            version 8/9 tables, instant times on version 6.
         incremental_format: ``latest_state`` (the records as last written in the range) or
             ``cdc`` (``op``, ``ts_ms``, ``before``, ``after`` per change).
 

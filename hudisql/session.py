@@ -635,7 +635,8 @@ class HudiTableHandle:
             query_type: Hudi's ``hoodie.datasource.query.type``: ``snapshot`` (default),
                 ``read_optimized`` (base files only) or ``incremental``.
             begin, end: an incremental query's range ``(begin, end]``
-                (``hoodie.datasource.read.begin.instanttime`` / ``...end.instanttime``).
+                (``hoodie.datasource.read.begin.instanttime`` / ``...end.instanttime``):
+                completion times on version 8/9 tables, instant times on version 6.
             incremental_format: ``latest_state`` (default) or ``cdc``
                 (``hoodie.datasource.query.incremental.format``).
             options: further ``hudi`` data source options (Hudi's names).

@@ -265,4 +265,4 @@ class HudiStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._batch_reader().read(partition)
 
     def commit(self, end: dict[str, str]) -> None:
-        """Nothing to release: offsets are instants on the table's own timeline."""
+        """Nothing to release: offsets are times on the table's own timeline."""

@@ -66,6 +66,13 @@ def last_instant(location: str) -> str:
     return head.timestamp
 
 
+def completed_at(location: str, instant: str) -> str:
+    """When ``instant`` completed: where a version 9 table's incremental ranges end."""
+    found = HudiTable.open(location).timeline.get(instant)
+    assert found is not None
+    return found.completion_time or instant
+
+
 def run_flow(hs: hudisql.HudiSession, name: str, location: str, mor: bool) -> None:
     """The statements of issue 27's flow on table ``name`` at ``location``, checking rows."""
     hs.sql(f"INSERT INTO {name} VALUES (1, 1.0, 'sf'), (2, 2.0, 'la'), (3, 3.0, 'sf')")
@@ -84,7 +91,8 @@ def run_flow(hs: hudisql.HudiSession, name: str, location: str, mor: bool) -> No
     assert rows(as_of) == first
     assert arrow_rows(hudisql.read_table(location, as_of=inserted)) == first
     changes = hs.sql(f"SELECT id, v, city FROM hudi_table_changes('{name}', 'latest_state', "
-                     f"'{inserted}', '{updated}')")
+                     f"'{completed_at(location, inserted)}', "
+                     f"'{completed_at(location, updated)}')")
     assert rows(changes) == {1: (10.0, "sf")}
 
     hs.sql(f"CREATE INDEX record_index ON {name} (id)")

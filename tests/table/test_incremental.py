@@ -78,9 +78,11 @@ def make_history(root: Path, table_type: str,
     return History(path, first, second, third, doomed, last)
 
 
-@pytest.fixture(params=TABLE_TYPES)
-def history(request: pytest.FixtureRequest, tmp_path: Path) -> History:
-    return make_history(tmp_path, request.param)
+@pytest.fixture(scope="module", params=TABLE_TYPES)
+def history(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+            ) -> History:
+    """Shared by the module's tests, which only read it (tests that write build their own)."""
+    return make_history(tmp_path_factory.mktemp("history"), request.param)
 
 
 def fares(table: pa.Table) -> dict[str, float]:
