@@ -74,9 +74,16 @@ def test_log_compaction_merges_the_blocks_and_every_reader_reads_the_same(
                for op in plan.operations)
     assert json.loads(plan.extra_metadata[PLANNED_INSTANTS_KEY])
     # Completed as a deltacommit with operation LOG_COMPACT; requested/inflight remain.
+    # Versions 8/9 (timeline layout 2) name the completed file with its completion time.
+    (completed,) = [f for f in table.timeline.instant_files(lc) if f.is_completed]
+    if table.properties.version < 8:
+        done_name = f"{lc}.deltacommit"
+    else:
+        assert completed.completion_time is not None and completed.completion_time > lc
+        done_name = f"{lc}_{completed.completion_time}.deltacommit"
     names = sorted(f.file_name for f in table.timeline.instant_files(lc))
-    assert names == [f"{lc}.deltacommit", f"{lc}.logcompaction.inflight",
-                     f"{lc}.logcompaction.requested"]
+    assert names == sorted([done_name, f"{lc}.logcompaction.inflight",
+                            f"{lc}.logcompaction.requested"])
     meta = CommitMetadata.parse(table.timeline.read_content(lc))
     assert meta.operation_type == "LOG_COMPACT"
     # The compacted blocks: the LC's instant, the replaced instants newest first.
