@@ -192,6 +192,22 @@ def index_spec(
                      found.index_type.lower(), found.index_function.lower(), found.version)
 
 
+def partition_stats_follow(table: HudiTable,
+                           definitions: Mapping[str, IndexDefinition]) -> bool:
+    """Whether the partition stats of a version 8/9 table would cover other columns under
+    ``definitions`` than under its index.json now.
+
+    Hudi 1.x keeps partition stats of the columns its column stats index, and only beside
+    column stats (apache/hudi#14165, #14138): a change of the column stats' columns changes
+    what the built partition stats must hold. Always False below version 8.
+    """
+    if table.properties.version < 8:
+        return False
+    partition = MetadataPartitionType.PARTITION_STATS.partition_path
+    now = index_spec(table, partition).source_fields
+    return index_spec(table, partition, definitions).source_fields != now
+
+
 def file_group_count(kind: MetadataPartitionType, record_count: int = 0) -> int:
     """How many file groups a new partition of ``kind`` gets (Hudi's defaults)."""
     if kind in (MetadataPartitionType.RECORD_INDEX, MetadataPartitionType.SECONDARY_INDEX):

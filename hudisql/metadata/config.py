@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hudisql.errors import CorruptTableError, MetadataTableError
+from hudisql.metadata.partitions import EXPR_INDEX_PREFIX
 from hudisql.table.format import properties as P
 from hudisql.table.table import HudiTable
 
@@ -141,11 +142,17 @@ _V2_TYPES = frozenset({"secondary_index", "column_stats", "partition_stats"})
 
 def with_index_version(definition: IndexDefinition, table_version: int) -> IndexDefinition:
     """``definition`` with the index version Hudi 1.1 writes for ``table_version`` when it
-    has none: none on version 6, ``V1`` on version 8, ``V2`` for secondary indexes and
-    column (and partition) stats on version 9 (``V1`` for the others)."""
+    has none: none on version 6, ``V1`` on version 8; on version 9 ``V2`` for secondary
+    indexes, column and partition stats and every expression index, ``V1`` for the others.
+
+    Hudi picks the version by the metadata partition's type
+    (``HoodieIndexVersion.getCurrentVersion``), and keeps column stats, partition stats and
+    expression indexes at one version: a bloom-filter expression index is ``V2`` too.
+    """
     if definition.version is not None or table_version < 8:
         return definition
-    v2 = table_version >= 9 and definition.index_type.lower() in _V2_TYPES
+    v2 = table_version >= 9 and (definition.index_type.lower() in _V2_TYPES
+                                 or definition.index_name.startswith(EXPR_INDEX_PREFIX))
     return replace(definition, version="V2" if v2 else "V1")
 
 

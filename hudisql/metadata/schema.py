@@ -229,11 +229,15 @@ def _from_row(schema: Any, value: Any) -> Any:
     return value
 
 
-def to_parquet_rows(records: list[dict[str, Any]]) -> pa.Table:
-    """Metadata records (fastavro dicts) as a base file table."""
+def to_parquet_rows(records: list[dict[str, Any]], schema: pa.Schema | None = None
+                    ) -> pa.Table:
+    """Metadata records (fastavro dicts) as a base file table (``schema``: another shape
+    of the record's columns, such as version 9's, whose unions have more branches; the
+    fields the records lack are null, with valid values under them, so the table casts to
+    any type whose fields are not nullable)."""
     root = _resolved()
     rows = [_to_row(root, r) for r in records]
-    return pa.Table.from_pylist(rows, schema=arrow_schema())
+    return pa.Table.from_pylist(rows, schema=schema or arrow_schema())
 
 
 def from_parquet_rows(table: pa.Table) -> list[dict[str, Any]]:

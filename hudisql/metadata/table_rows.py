@@ -84,7 +84,11 @@ def file_group_rows(data: HudiTable, partition: str, index: int, schema: pa.Sche
     merge_slice(mdt, partition, mdt.latest_slices(partition, [ids[index]])[ids[index]],
                 mdt.visible_instants(), KeyFilter(None, None), merged)
     records = [_without_deleted_files(r) for _, r in sorted(merged.items()) if is_live(r)]
-    rows = S.to_parquet_rows(records)
+    # In the table's own record shape (version 9's unions have branches hudisql's
+    # records never take): built from the records, not cast, so a field they lack
+    # holds no null under a non-nullable type, which Spark's cast would refuse.
+    own = pa.schema([schema.field(n) for n in S.arrow_schema().names if n in schema.names])
+    rows = S.to_parquet_rows(records, own)
     keys = rows.column("key")
     rows = rows.append_column(_KEY, keys).append_column(
         _PARTITION, pa.repeat(pa.scalar(posixpath.basename(partition)), rows.num_rows))

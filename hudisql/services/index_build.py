@@ -81,7 +81,7 @@ from hudisql.services.index_tasks import (
 from hudisql.table.format.commit_metadata import WriteStat
 from hudisql.table.format.filenames import BaseFileName
 from hudisql.table.format.fsview import FileSlice, FileSystemView
-from hudisql.table.format.instant import Action, Instant, State, instant_file_name
+from hudisql.table.format.instant import Action, Instant
 from hudisql.table.format.timeline import Timeline
 from hudisql.table.table import HudiTable
 from hudisql.table.write.files import MARKER_DIR
@@ -302,11 +302,12 @@ class IndexBackend:
                 parsed = BaseFileName.parse(status.name)
                 if parsed is not None and parsed.instant == init:
                     mdt.storage.delete(status.path)
-        instant = mdt.timeline.get(init)
-        if instant is not None and instant.is_completed:
-            mdt.storage.delete(posixpath.join(
-                mdt.timeline.timeline_dir,
-                instant_file_name(init, Action.DELTACOMMIT, State.COMPLETED)))
+        # The completed file by its own name: on layout 2 (versions 8/9) that name holds the
+        # completion time (``<init>_<completion>.deltacommit``); requested and inflight stay,
+        # so the build completes the same instant again, at a new completion time.
+        for instant in mdt.timeline.instant_files(init):
+            if instant.is_completed:
+                mdt.storage.delete(posixpath.join(mdt.timeline.timeline_dir, instant.file_name))
 
     def build(self, spark: SparkSession | None, table: HudiTable, partitions: Sequence[str],
               init: str, on_progress: ProgressCallback | None) -> None:

@@ -30,12 +30,15 @@ provider configured (``hoodie.write.lock.provider``): hudisql sessions set one b
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hudisql.errors import IndexingError, IndexingTimeoutError, LockError
+from hudisql.metadata.builders import partition_stats_follow
+from hudisql.metadata.partitions import MetadataPartitionType
 from hudisql.services.index_build import IndexBackend, PartitionRequest
 from hudisql.table.format.index_plan import (
     IndexCommitMetadata,
@@ -52,6 +55,11 @@ from hudisql.txn.lock import LOCK_PROVIDER, lock_provider_for, lock_timeout
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+_LOG = logging.getLogger(__name__)
+
+#: The partition stats partition (on versions 8/9 it follows the column stats' columns).
+PARTITION_STATS = MetadataPartitionType.PARTITION_STATS.partition_path
 
 #: How long the catch-up waits for pending instants (Hudi's key; its default is 900 s).
 INDEX_CHECK_TIMEOUT = "hoodie.metadata.index.check.timeout.seconds"
@@ -240,12 +248,35 @@ class Indexer:
                     f"built by indexing instant {busy[request.partition]}; finish it with "
                     "CALL run_indexer(table => ..., mode => 'execute') or drop it with "
                     "mode => 'dropindex'")
+        self._check_partition_stats(table, wanted)
         present = set(self.backend.partitions(table))
         stale = [r.partition for r in wanted
                  if r.partition in props.metadata_partitions_inflight or r.partition in present]
         if stale:  # a schedule that died left them: nothing logs to them without a plan
             self._revert(table, None, stale)
         return wanted
+
+    def _check_partition_stats(self, table: HudiTable,
+                               wanted: Sequence[PartitionRequest]) -> None:
+        """Refuse a build that changes the columns of built partition stats (versions 8/9
+        keep partition stats of the column stats' columns), before anything is written.
+
+        Raises:
+            IndexingError: the partition stats would need rebuilding.
+        """
+        props = table.properties
+        known = set(props.metadata_partitions) | set(props.metadata_partitions_inflight)
+        if PARTITION_STATS not in known or any(r.partition == PARTITION_STATS for r in wanted):
+            return
+        named = {r.partition: r.definition for r in wanted if r.definition is not None}
+        if partition_stats_follow(table, {**self.backend.definitions(table), **named}):
+            raise IndexingError(
+                f"table {table.name} (version {props.version}) has partition stats of "
+                "other columns than these column stats would index, and Hudi 1.x keeps "
+                "partition stats of the column stats' columns: DROP INDEX partition_stats "
+                f"ON {table.name} first, then build them again after the column stats "
+                f"(CALL run_indexer(table => '{table.name}', mode => 'scheduleAndExecute', "
+                "index_types => 'PARTITION_STATS'))")
 
     # ------------------------------------------------------------------ execute
 
@@ -402,16 +433,19 @@ class Indexer:
         self.backend.drop(table, partitions, init)
         self.backend.remove_if_unused(table)
 
-    def drop(self, partitions: Sequence[str]) -> list[str]:
+    def drop(self, partitions: Sequence[str], *, rebuilding: bool = False) -> list[str]:
         """Drop built or pending metadata partitions (``dropindex``); returns those dropped.
 
-        A pending indexing instant that builds only dropped partitions is rolled back.
+        A pending indexing instant that builds only dropped partitions is rolled back. On
+        versions 8/9, partition stats that follow the dropped column stats' columns go
+        too (a warning says so unless ``rebuilding``: the caller builds them again).
 
         Raises:
             LockError: no lock provider is configured.
         """
         table = self.table()
         require_lock(self.options, table.name)
+        partitions = [*partitions, *self._following(table, partitions, warn=not rebuilding)]
         for pending in pending_indexing(table.timeline):
             if set(pending.plan.partitions) & set(partitions):
                 self.abort(pending.instant.timestamp)
@@ -422,6 +456,27 @@ class Indexer:
             self.backend.drop(table, dropped, None)
             self.backend.remove_if_unused(table)
         return dropped
+
+    def _following(self, table: HudiTable, dropped: Sequence[str], warn: bool) -> list[str]:
+        """``partition_stats`` when dropping ``dropped`` changes its columns (versions 8/9:
+        Hudi 1.x keeps partition stats of the column stats' columns, and drops them with
+        the column stats); else nothing. Said in a warning: the user named another index."""
+        props = table.properties
+        known = set(props.metadata_partitions) | set(props.metadata_partitions_inflight)
+        if PARTITION_STATS not in known or PARTITION_STATS in dropped:
+            return []
+        definitions = self.backend.definitions(table)
+        left = {p: d for p, d in definitions.items() if p not in dropped}
+        if not partition_stats_follow(table, left):
+            return []
+        if warn:
+            _LOG.warning("table %s (version %s): dropping %s drops %s too: Hudi 1.x keeps "
+                         "partition stats of the column stats' columns, and only beside them; "
+                         "build them again with CALL run_indexer(table => '%s', mode => "
+                         "'scheduleAndExecute', index_types => 'PARTITION_STATS')",
+                         table.name, props.version, ", ".join(dropped), PARTITION_STATS,
+                         table.name)
+        return [PARTITION_STATS]
 
 
 def _init_of(plan: IndexPlan) -> str:

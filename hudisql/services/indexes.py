@@ -323,9 +323,12 @@ class TableIndexes:
         partition = self._partition_of(table, name)
         if partition is None:
             raise self._missing(table, name, "REFRESH INDEX")
-        definition = self.backend.definitions(table).get(partition)
-        self.indexer().drop([partition])
-        return self._build([PartitionRequest(partition, definition)])
+        definitions = self.backend.definitions(table)
+        # Partition stats that follow the column stats' columns (versions 8/9) go with
+        # them and are rebuilt with them.
+        dropped = self.indexer().drop([partition], rebuilding=True)
+        return self._build([PartitionRequest(p, definitions.get(p))
+                            for p in dict.fromkeys([partition, *dropped])])
 
     def _missing(self, table: HudiTable, name: str, statement: str) -> IndexNotFoundError:
         names = ", ".join(i.name for i in self._infos(table, hide_files=True)) or "none"

@@ -17,6 +17,7 @@ from hudisql.metadata.config import (
     load_index_definitions,
     save_index_definitions,
     set_partition_state,
+    with_index_version,
 )
 from hudisql.table.format import properties as P
 from hudisql.table.table import HudiTable
@@ -75,3 +76,20 @@ def test_a_damaged_index_json_is_reported(mor_table: HudiTable) -> None:
     mor_table.storage.write_bytes(DEFAULT_INDEX_DEFS_PATH, b"[not json")
     with pytest.raises(CorruptTableError, match="index definition file"):
         load_index_definitions(mor_table)
+
+
+@pytest.mark.parametrize(("name", "kind", "versions"), [
+    ("secondary_index_idx_rider", "secondary_index", (None, "V1", "V2")),
+    ("column_stats", "column_stats", (None, "V1", "V2")),
+    ("partition_stats", "partition_stats", (None, "V1", "V2")),
+    ("expr_index_idx_day", "column_stats", (None, "V1", "V2")),
+    ("expr_index_idx_lower", "bloom_filters", (None, "V1", "V2")),
+    ("bloom_filters", "bloom_filters", (None, "V1", "V1")),
+    ("record_index", "record_index", (None, "V1", "V1")),
+])
+def test_the_index_version_hudi_gives_each_table_version(
+        name: str, kind: str, versions: tuple[str | None, ...]) -> None:
+    # HoodieIndexVersion.getCurrentVersion: by the partition's type, expression indexes
+    # at the version of column stats whatever their index type.
+    definition = IndexDefinition(name, kind, ("x",))
+    assert tuple(with_index_version(definition, v).version for v in (6, 8, 9)) == versions

@@ -61,13 +61,17 @@ def test_create_show_and_the_records_hudi_lays_out(session: HudiSession) -> None
                      ("idx_lower", "bloom_filters", "rider", "built", LOWER)]
     table = HudiTable.open(handle.path)
     assert sorted(table.properties.metadata_partitions) == ALL
-    # index.json as Hudi 1.x writes it: the function is ``expr``, the options kept whole.
+    # index.json as Hudi 1.x writes it: the function is ``expr``, the options kept whole;
+    # the index version Hudi 1.1 gives expression indexes of the table's version (none on
+    # version 6, V1 on 8, V2 on 9 whatever the index type: HoodieIndexVersion).
     defs = json.loads(Path(handle.path, ".hoodie/.index_defs/index.json").read_text())
+    version = {6: {}, 8: {"version": "V1"}, 9: {"version": "V2"}}[table.properties.version]
     assert defs["indexDefinitions"][DAY] == {
         "indexName": DAY, "indexType": "column_stats", "indexFunction": "from_unixtime",
         "sourceFields": ["ts"], "indexOptions": {"expr": "from_unixtime",
-                                                 "format": "yyyy-MM-dd"}}
+                                                 "format": "yyyy-MM-dd"}, **version}
     assert defs["indexDefinitions"][LOWER]["indexFunction"] == "lower"
+    assert defs["indexDefinitions"][LOWER].get("version") == version.get("version")
     mdt = MetadataTable(table)
     assert sorted(mdt.file_group_ids(DAY)) == ["expr-index-idx-day-0000-0",
                                                "expr-index-idx-day-0001-0"]

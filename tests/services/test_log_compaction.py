@@ -74,9 +74,16 @@ def test_log_compaction_merges_the_blocks_and_every_reader_reads_the_same(
                for op in plan.operations)
     assert json.loads(plan.extra_metadata[PLANNED_INSTANTS_KEY])
     # Completed as a deltacommit with operation LOG_COMPACT; requested/inflight remain.
+    # Versions 8/9 (timeline layout 2) name the completed file with its completion time.
+    (completed,) = [f for f in table.timeline.instant_files(lc) if f.is_completed]
+    if table.properties.version < 8:
+        done_name = f"{lc}.deltacommit"
+    else:
+        assert completed.completion_time is not None and completed.completion_time > lc
+        done_name = f"{lc}_{completed.completion_time}.deltacommit"
     names = sorted(f.file_name for f in table.timeline.instant_files(lc))
-    assert names == [f"{lc}.deltacommit", f"{lc}.logcompaction.inflight",
-                     f"{lc}.logcompaction.requested"]
+    assert names == sorted([done_name, f"{lc}.logcompaction.inflight",
+                            f"{lc}.logcompaction.requested"])
     meta = CommitMetadata.parse(table.timeline.read_content(lc))
     assert meta.operation_type == "LOG_COMPACT"
     # The compacted blocks: the LC's instant, the replaced instants newest first.
@@ -149,12 +156,16 @@ def test_scenario_1_writer_appends_while_log_compaction_runs(tmp_path: Path) -> 
 def test_scenario_2_failed_log_compaction_is_rolled_back_at_once(tmp_path: Path) -> None:
     _, path, _ = _table(tmp_path)
     before = snapshots(path)
-    with pytest.raises(Crash):
+    with pytest.raises(Crash) as crash:
         run_log_compaction(HudiTable.open(str(path)), on_step=crash_at("completing"))
+    lc = str(crash.value).split()[-1]
     table = HudiTable.open(str(path))
     assert table.timeline.pending([Action.LOGCOMPACTION]) == []  # its plan went too
     assert [i.action for i in table.timeline.completed()][-1] == Action.ROLLBACK
-    assert not list(path.rglob("*.log.7_*"))  # its blocks are gone
+    # Its blocks are gone: version 6 appended them as the 7th log file of each group;
+    # versions 8/9 wrote log files of their own, named after the log compaction.
+    ours = "*.log.7_*" if table.properties.version < 8 else f".*_{lc}.log.*"
+    assert not list(path.rglob(ours))
     assert snapshots(path) == before
     # A new log compaction plans the same blocks again.
     assert run_log_compaction(table) is not None

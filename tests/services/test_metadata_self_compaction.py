@@ -38,7 +38,21 @@ def test_spark_writes_compact_the_metadata_table_with_their_options(
     log_compactions = [i.timestamp for i in timeline.completed([Action.DELTACOMMIT])
                        if any(f.action == Action.LOGCOMPACTION
                               for f in timeline.instant_files(i.timestamp))]
-    assert compactions and all(c.endswith("001") for c in compactions)
-    assert log_compactions and all(c.endswith("005") for c in log_compactions)
+    assert compactions and log_compactions
+    data = HudiTable.open(handle.path)
+    timeline_times = [i.timestamp for i in timeline.completed()]
+    if data.properties.version < 8:
+        # Version 6: at the data instant they follow, suffixed as Hudi 0.x does.
+        assert all(c.endswith("001") for c in compactions)
+        assert all(c.endswith("005") for c in log_compactions)
+    else:
+        # Versions 8/9 (Hudi 1.x): fresh 17-digit instant times of their own (no data
+        # instant's), after data deltacommits, naming the files they write.
+        data_times = {i.timestamp for i in data.timeline.instants}
+        for service in compactions + log_compactions:
+            assert len(service) == 17 and service.isdigit() and service not in data_times
+            assert any(t in data_times for t in timeline_times if t < service)
+            paths = [s.path for s in timeline.commit_metadata(service).write_stats()]
+            assert paths and all(f"_{service}." in p for p in paths)
     assert rs_rows(handle) == spark_rows(handle)
     assert session.sql("CALL validate_metadata_table(table => 'trips')").collect() == []
