@@ -59,6 +59,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from hudisql.errors import HudiSqlError, ReadOptionError, TableNotFoundError
+from hudisql.read.nested_cast import cast_nested
 from hudisql.read.options import (
     INCREMENTAL,
     PATH_METADATA_KEY,
@@ -120,7 +121,7 @@ def conform(table: pa.Table, target: pa.Schema) -> pa.Table:
             column = table.column(field.name)
             if not column.type.equals(field.type):
                 try:
-                    column = column.cast(field.type)
+                    column = cast_nested(column, field.type)
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
                     raise HudiSqlError(
                         f"column {field.name!r} holds {column.type}, which does not convert to "
