@@ -40,7 +40,7 @@ def indexed_v6_table(tmp_path: Path) -> Path:
     """A version-6 merge-on-read table with the files partition, column stats, the record
     index and a secondary index on ``v``, and log files in both tables; two file groups
     per data partition (so the record index has some to skip)."""
-    client = mor_table(tmp_path, keys=8)
+    client = mor_table(tmp_path, keys=8, version=6)
     root = tmp_path / "t"
     build_partitions(client.table, PARTITIONS, {SECONDARY.index_name: SECONDARY})
     table = HudiTable.open(root)
