@@ -78,6 +78,12 @@ spark.createDataFrame([(7, "f"), (8, "g")], "ts long, uuid string").write.parque
 seen["streamed"] = sorted([list(r) for r in
                            spark.table("streamed_back").select("ts", "uuid").collect()])
 print("SEEN " + json.dumps(seen))
+# pyspark's stop() releases the session before it waits for the ReleaseExecute RPCs its
+# client sends asynchronously after each result: one still queued (a busy machine) reaches
+# the server after the session is gone and the server logs "Spark Connect RPC error during:
+# releaseExecute" at ERROR. Wait for them first, as a client that stops cleanly must.
+import concurrent.futures
+concurrent.futures.wait(list(spark.client._release_futures), timeout=120)
 spark.stop()
 """
 

@@ -44,13 +44,20 @@ def _touched(metadata: CommitMetadata) -> set[tuple[str, str]]:
     return touched
 
 
-def _off_new_slice(metadata: CommitMetadata, compaction: str) -> set[tuple[str, str]]:
+def _off_new_slice(metadata: CommitMetadata, compaction: str,
+                   started: str | None) -> set[tuple[str, str]]:
     """The file groups a write touched other than with log files on the new slice of the
-    compaction ``compaction`` (written while it was pending, which it cannot hide)."""
+    compaction ``compaction`` (written while it was pending, which it cannot hide).
+
+    ``started``: version 8/9, the write's own instant, which names its logs. A write that
+    started after the compaction was planned completes after it too, so its logs go on the
+    new slice (slicing by completion time). One that started before conflicts, as Hudi's
+    conflict resolution has it for a compaction requested after the write.
+    """
     touched = set()
     for stat in metadata.write_stats():
         names = [n for n in (stat.path, *(stat.log_files or ())) if n]
-        if not names or not all(on_new_slice(n, compaction) for n in names):
+        if not names or not all(on_new_slice(n, compaction, started) for n in names):
             touched.add((stat.partition_path or "", stat.file_id))
     for partition, file_ids in metadata.partition_to_replace_file_ids.items():
         touched.update((partition, file_id) for file_id in file_ids)
@@ -129,7 +136,8 @@ def check_write_conflicts(
         mine = ours
         if theirs.operation_type == COMPACT_OPERATION:
             # Log files written on the compaction's new slice are not hidden by it.
-            mine = _off_new_slice(metadata, other.timestamp)
+            mine = _off_new_slice(metadata, other.timestamp, (
+                instant_time if table.properties.version >= 8 else None))
         clash = sorted(mine & _touched(theirs))
         if clash:
             groups = ", ".join(f"{p or '<root>'}/{f}" for p, f in clash[:10])

@@ -57,8 +57,14 @@ def test_create_if_absent_is_a_conditional_put(bucket: str, s3_server: S3Server)
         "cond/.hoodie/hoodie.properties", "cond/.hoodie/x.commit"]
 
 
-def test_two_writers_racing_for_one_instant_file_one_wins(bucket: str) -> None:
-    table = create_table(f"s3://{bucket}/race", "race", SCHEMA, "id")
+@pytest.mark.parametrize("version", [6, 9])
+def test_two_writers_racing_for_one_instant_file_one_wins(bucket: str, version: int) -> None:
+    table = create_table(f"s3://{bucket}/race{version}", "race", SCHEMA, "id",
+                         options={"hoodie.write.table.version": str(version)})
+    # The table's own timeline: .hoodie/ at version 6, .hoodie/timeline/ at 8 and 9.
+    timeline_dir = table.timeline.timeline_dir
+    assert timeline_dir == (".hoodie" if version == 6 else ".hoodie/timeline")
+    requested = f"{timeline_dir}/20260101000000000.deltacommit.requested"
     barrier = threading.Barrier(6)
     outcomes: list[str] = []
 
@@ -68,8 +74,7 @@ def test_two_writers_racing_for_one_instant_file_one_wins(bucket: str) -> None:
         try:
             # Each passes the "no instant at this time yet" check before any creates it:
             # only the store's conditional PUT can tell the winner.
-            timeline.storage.create_if_absent(".hoodie/20260101000000000.deltacommit.requested",
-                                              b"")
+            timeline.storage.create_if_absent(requested, b"")
             outcomes.append("created")
         except FileExistsError:
             outcomes.append("lost")
@@ -80,9 +85,12 @@ def test_two_writers_racing_for_one_instant_file_one_wins(bucket: str) -> None:
     for t in threads:
         t.join(60)
     assert sorted(outcomes) == ["created"] + ["lost"] * 5
+    timeline = HudiTable.open(table.base_path).timeline
+    assert [(i.timestamp, i.action, i.state) for i in timeline.pending()
+            if i.timestamp == "20260101000000000"] == [
+        ("20260101000000000", "deltacommit", "REQUESTED")]
     with pytest.raises(InstantExistsError, match="20260101000000000"):
-        HudiTable.open(table.base_path).timeline.create_requested(
-            "deltacommit", "20260101000000000")
+        timeline.create_requested("deltacommit", "20260101000000000")
 
 
 def test_the_file_lock_refuses_an_object_store_table(bucket: str) -> None:

@@ -73,20 +73,63 @@ def test_compaction_writes_base_files_and_reads_the_same_as_of_every_instant(
     assert shown == [{"timestamp": c, "operation_size": 2, "state": "COMPLETED"}]
 
 
-def test_a_write_after_the_plan_keeps_its_file_group_out(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_write_after_the_plan_keeps_its_file_group_out(tmp_path: Path, version: int) -> None:
+    """Version 6: a write that names its log by the old slice, completed after the plan,
+    keeps its file group out of the compaction. Version 9 names the log by the write and
+    slices it by the write's completion, after the plan: it is on the compaction's new
+    slice, so the compaction keeps every file group (Hudi 1.x)."""
+    client = mor_table(tmp_path, version=version)
+    upserts(client, 3)
+    path = tmp_path / "t"
+    compaction = schedule_compaction(HudiTable.open(str(path)))
+    assert compaction is not None
+    late = client.upsert([rec(0, 60, "late")]).instant_time  # k0 lives in the sf file group
+    result = run_compaction(HudiTable.open(str(path)), compaction)
+    sf_bases = list((path / "city=sf").glob(f"*_{compaction}.parquet"))
+    if version == 6:
+        assert result is not None and result.file_groups == 1
+        # The left-out file group's new base file is gone: no reader can pick it.
+        assert not sf_bases
+    else:
+        assert result is not None and result.file_groups == 2 and len(sf_bases) == 1
+        sf = [s for s in HudiTable.open(str(path)).file_slices() if s.partition_path == "city=sf"]
+        assert [(s.base_instant, s.base_file.name if s.base_file else None,
+                 [log.base_instant for log in s.log_files]) for s in sf] == [
+            (compaction, sf_bases[0].name, [late])]
+    assert len(list((path / "city=la").glob(f"*_{compaction}.parquet"))) == 1
+    got = {r["id"]: r["v"] for r in rows(path)}
+    assert got["k0"] == "late"
+    assert rows(path) == rs_rows(path)
+
+
+def test_a_write_started_after_the_plan_completes_beside_the_compaction(
+    tmp_path: Path,
+) -> None:
+    """Version 9: a write that started after the plan and completes after the compaction
+    does not conflict with it (Hudi's rule): its log, sliced by its completion, is on the
+    compaction's new slice."""
     client = mor_table(tmp_path)
     upserts(client, 3)
     path = tmp_path / "t"
     compaction = schedule_compaction(HudiTable.open(str(path)))
     assert compaction is not None
-    client.upsert([rec(0, 60, "late")])  # k0 lives in the sf file group
-    result = run_compaction(HudiTable.open(str(path)), compaction)
-    assert result is not None and result.file_groups == 1
-    # The left-out file group's new base file is gone: no reader can pick it.
-    assert not list((path / "city=sf").glob(f"*_{compaction}.parquet"))
-    assert len(list((path / "city=la").glob(f"*_{compaction}.parquet"))) == 1
-    got = {r["id"]: r["v"] for r in rows(path)}
-    assert got["k0"] == "late"
+
+    def compact_meanwhile(event: str, detail: str) -> None:
+        if event == "validating":  # its log file is written, its commit not yet made
+            result = run_compaction(HudiTable.open(str(path)), compaction)
+            assert result is not None and result.file_groups == 2
+
+    writer = WriteClient(HudiTable.open(str(path)), on_step=compact_meanwhile)
+    done = writer.upsert([rec(0, 70, "beside")]).instant_time
+    table = HudiTable.open(str(path))
+    assert table.properties.version == 9
+    assert table.timeline.get(done).completion_time > table.timeline.get(
+        compaction).completion_time
+    sf = [s for s in table.file_slices() if s.partition_path == "city=sf"]
+    assert [(s.base_instant, [log.base_instant for log in s.log_files]) for s in sf] == [
+        (compaction, [done])]
+    assert {r["id"]: r["v"] for r in rows(path)}["k0"] == "beside"
     assert rows(path) == rs_rows(path)
 
 

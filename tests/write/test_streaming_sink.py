@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import posixpath
 import signal
 import subprocess
 import sys
@@ -23,7 +24,9 @@ import pyarrow as pa
 import pytest
 from pyspark.errors import StreamingQueryException
 
+from hudisql.table.format.filenames import LogFileName
 from hudisql.table.format.instant import WRITE_ACTIONS
+from hudisql.table.format.service_plans import compaction_plan
 from hudisql.table.table import HudiTable
 from hudisql.txn.stream_checkpoint import SINK_CHECKPOINT_KEY
 from tests.fixtures import TEST_JVM_OPTS
@@ -313,12 +316,28 @@ def test_async_compaction_runs_beside_the_batches_and_its_failure_stops_the_quer
         first, second = compactions
         table = HudiTable.open(str(path))
         # Batch 2 (started after the plan) wrote on the new slice of the planned file
-        # groups; the compaction kept them all (its base files do not hide those logs).
+        # groups; the compaction kept them all (its base files do not hide those logs). At
+        # version 8/9 a log is named after the deltacommit that wrote it and belongs to the
+        # slice of the latest base instant at or before its completion; its write stat's
+        # prevCommit is that deltacommit, as Hudi 1.x's append handle records it (version
+        # 6: the slice's base instant, in both the name and prevCommit).
+        assert table.properties.version == 9  # the default of new tables, as Hudi 1.1's
         batch2 = table.timeline.commit_metadata(table.timeline.get(writes[2]))
-        on_new = {s.file_id for s in batch2.write_stats() if s.prev_commit == first}
+        logs: dict[str, set[str]] = {}
+        for stat in batch2.write_stats():
+            if LogFileName.parse(posixpath.basename(stat.path or "")) is not None:
+                logs.setdefault(stat.file_id or "", set()).update(stat.log_files or ())
+        planned = {op.file_id for op in compaction_plan(table.timeline, first).operations}
+        on_new = {f: names for f, names in logs.items() if f in planned}
         compacted = table.timeline.commit_metadata(table.timeline.get(first))
         assert writes[2] > first and on_new
-        assert on_new <= {s.file_id for s in compacted.write_stats()}
+        assert set(on_new) <= {s.file_id for s in compacted.write_stats()}
+        assert {s.prev_commit for s in batch2.write_stats() if s.file_id in logs} == {writes[2]}
+        view = table.file_system_view(as_of=writes[2])
+        slices = {s.file_id: (s.base_instant, s.base_file is not None,
+                              {log.name for log in s.log_files})
+                  for s in view.latest_file_slices() if s.file_id in on_new}
+        assert slices == {f: (first, True, names) for f, names in on_new.items()}
         assert [i.timestamp for i in table.timeline.pending()] == [second]
         assert table.timeline.get(second).is_requested  # reverted, its plan kept
         # Batch 4 committed (on the pending compaction's new slice), read exactly meanwhile.

@@ -22,7 +22,12 @@ the compaction neither hides them nor conflicts with them, so it can run while a
 keeps writing. A write that named its log files by the old slice (it tagged before the
 plan existed) would be hidden by the new base file: the compaction's commit leaves such
 file groups out (:func:`late_writes`), and a writer that completes after the compaction
-conflicts with it (optimistic concurrency) and is rolled back.
+conflicts with it (optimistic concurrency) and is rolled back. Versions 8 and 9 name a log
+by the deltacommit that wrote it and slice it by that deltacommit's completion time (Hudi
+1.x): every log whose writer completed after the plan was requested is on the new slice,
+whenever the writer started; only logs that completed before it and that the plan lacks
+are late. A writer that started before the plan and completes after the compaction still
+conflicts with it, as in Hudi's conflict resolution.
 """
 
 from __future__ import annotations
@@ -207,6 +212,7 @@ def late_writes(timeline: Timeline, plan: CompactionPlan, instant_time: str) -> 
     the plan does not hold (completed or pending): compacting them would hide that write.
     Log files on the compaction's new slice (:func:`on_new_slice`) hide nothing."""
     planned = {op.file_id: set(op.delta_file_paths) for op in plan.operations}
+    by_completion = timeline.props.version >= 8
     hit: set[str] = set()
     for instant in timeline.instants:
         if instant.timestamp == instant_time or instant.action not in (
@@ -217,9 +223,11 @@ def late_writes(timeline: Timeline, plan: CompactionPlan, instant_time: str) -> 
         if not instant.is_completed:
             continue  # it will conflict with this compaction when it commits
         stats = timeline.commit_metadata(instant).write_stats()
+        # Version 8/9: a log belongs to the slice its writer's completion time falls in.
+        completed_at = (instant.completion_time or instant.timestamp) if by_completion else None
         for stat in stats:
             names = {posixpath.basename(n) for n in (stat.path, *stat.log_files)
-                     if n and not on_new_slice(n, instant_time)}
+                     if n and not on_new_slice(n, instant_time, completed_at)}
             files = planned.get(stat.file_id)
             if files is not None and not names <= files and instant.timestamp > min(
                     (op.base_instant_time for op in plan.operations
@@ -239,11 +247,21 @@ def pending_compaction_bases(timeline: Timeline) -> dict[tuple[str, str], str]:
     return bases
 
 
-def on_new_slice(name: str, compaction_instant: str) -> bool:
+def on_new_slice(name: str, compaction_instant: str, completed_at: str | None = None) -> bool:
     """True when ``name`` is a log file of the slice the compaction at
-    ``compaction_instant`` starts (written while it was pending)."""
+    ``compaction_instant`` starts, or a later one (written while it was pending, or after).
+
+    Version 6 names a log by its slice's base instant: on the new slice when that is the
+    compaction's instant. Version 8/9 name a log by the deltacommit that wrote it, and slice
+    it by that deltacommit's completion time ``completed_at`` (given for those versions):
+    on the new slice when the writer completed after the compaction was requested.
+    """
     parsed = LogFileName.parse(posixpath.basename(name))
-    return parsed is not None and parsed.base_instant == compaction_instant
+    if parsed is None:
+        return False
+    if completed_at is None:
+        return parsed.base_instant == compaction_instant
+    return completed_at > compaction_instant
 
 
 def revert_compaction(storage: Storage, timeline: Timeline, instant_time: str) -> None:
