@@ -10,9 +10,10 @@ cumulative time). The machine's load is printed with the figures.
 
 Run: ``.venv/bin/python benchmarks/bench_history.py --commits 400``
 (``--commits`` defaults to the issue's 2,000; ``--no-services`` turns automatic clean and
-archival off, for the comparison). ``--warmup`` commits (default 25) first go to a table of
-their own, so the first 25 timed commits measure a young table and not a cold process
-(Spark's first jobs, Python imports, the JIT).
+archival off, for the comparison; ``--table-version 6`` makes version-6 tables instead of
+the default version: ``hoodie.write.table.version``). ``--warmup`` commits (default 25)
+first go to a table of their own, so the first 25 timed commits measure a young table and
+not a cold process (Spark's first jobs, Python imports, the JIT).
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ def main() -> None:
     parser.add_argument("--no-services", action="store_true",
                         help="hoodie.clean.automatic=false and hoodie.archive.automatic=false")
     parser.add_argument("--profile", action="store_true", help="profile commit 10 and the last")
+    parser.add_argument("--table-version", type=int, default=None,
+                        help="hoodie.write.table.version of the tables (default: hudisql's)")
     parser.add_argument("--warmup", type=int, default=25,
                         help="commits made first on a table of their own (not timed)")
     args = parser.parse_args()
@@ -100,6 +103,8 @@ def main() -> None:
     conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
     if args.no_services:
         conf.update({"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"})
+    if args.table_version is not None:
+        conf["hoodie.write.table.version"] = str(args.table_version)
     work = Path(tempfile.mkdtemp(prefix="bench_history_"))
     session = hudisql.connect(warehouse=str(work / "wh"), conf=conf)
     for name in ("warm", "h"):
@@ -112,8 +117,10 @@ def main() -> None:
     if args.warmup:
         _queries(session, warm, "warm")
     root = Path(session.table("h").path)
-    print(f"{n_commits} commits, services {'off' if args.no_services else 'on'}; start: "
-          f"{_load()}")
+    version = (root / ".hoodie" / "hoodie.properties").read_text().split(
+        "hoodie.table.version=")[1].split()[0]
+    print(f"{n_commits} commits, table version {version}, services "
+          f"{'off' if args.no_services else 'on'}; start: {_load()}")
     checkpoints = {25, n_commits // 2, n_commits}
     times: list[float] = []
     inserted = 0
