@@ -103,13 +103,14 @@ def main() -> None:
     conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
     if args.no_services:
         conf.update({"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"})
-    if args.table_version is not None:
-        conf["hoodie.write.table.version"] = str(args.table_version)
+    version_property = ("" if args.table_version is None else
+                        f", 'hoodie.write.table.version' = '{args.table_version}'")
     work = Path(tempfile.mkdtemp(prefix="bench_history_"))
     session = hudisql.connect(warehouse=str(work / "wh"), conf=conf)
     for name in ("warm", "h"):
         session.sql(f"CREATE TABLE {name} (id INT, v STRING, ts BIGINT) USING hudi "
-                    "TBLPROPERTIES (type = 'mor', primaryKey = 'id', preCombineField = 'ts')")
+                    "TBLPROPERTIES (type = 'mor', primaryKey = 'id', preCombineField = 'ts'"
+                    f"{version_property})")
     warm = 0
     for n in range(1, args.warmup + 1):
         sql, warm = _statement(n, warm)
