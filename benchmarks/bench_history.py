@@ -5,14 +5,17 @@ archival on): an ``INSERT`` of 20 new rows, every 4th commit an ``UPDATE`` of 20
 rows. Reports the median commit time of the first 25 and of the last 25 commits and their
 ratio (goal <= 1.2), the files under ``.hoodie`` at the end (goal: bounded by the archival
 settings, not by N), and a point query and a ``count(*)`` at commits 25, N/2 and N. With
-``--profile`` it also profiles commit 10 and the last commit (cProfile, top functions by
-cumulative time). The machine's load is printed with the figures.
+``--profile`` it also profiles commit 12 and the last commit (cProfile, top functions by
+cumulative time; both UPDATEs when the commit count is a multiple of 4, so that their
+function-call counts, which the machine's load does not change, compare the work done).
+The machine's load is printed with the figures.
 
 Run: ``.venv/bin/python benchmarks/bench_history.py --commits 400``
 (``--commits`` defaults to the issue's 2,000; ``--no-services`` turns automatic clean and
-archival off, for the comparison). ``--warmup`` commits (default 25) first go to a table of
-their own, so the first 25 timed commits measure a young table and not a cold process
-(Spark's first jobs, Python imports, the JIT).
+archival off, for the comparison; ``--table-version 6`` makes version-6 tables instead of
+the default version: ``hoodie.write.table.version``). ``--warmup`` commits (default 25)
+first go to a table of their own, so the first 25 timed commits measure a young table and
+not a cold process (Spark's first jobs, Python imports, the JIT).
 """
 
 from __future__ import annotations
@@ -92,7 +95,9 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=2000, help="commits to make")
     parser.add_argument("--no-services", action="store_true",
                         help="hoodie.clean.automatic=false and hoodie.archive.automatic=false")
-    parser.add_argument("--profile", action="store_true", help="profile commit 10 and the last")
+    parser.add_argument("--profile", action="store_true", help="profile commit 12 and the last")
+    parser.add_argument("--table-version", type=int, default=None,
+                        help="hoodie.write.table.version of the tables (default: hudisql's)")
     parser.add_argument("--warmup", type=int, default=25,
                         help="commits made first on a table of their own (not timed)")
     args = parser.parse_args()
@@ -100,11 +105,14 @@ def main() -> None:
     conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
     if args.no_services:
         conf.update({"hoodie.clean.automatic": "false", "hoodie.archive.automatic": "false"})
+    version_property = ("" if args.table_version is None else
+                        f", 'hoodie.write.table.version' = '{args.table_version}'")
     work = Path(tempfile.mkdtemp(prefix="bench_history_"))
     session = hudisql.connect(warehouse=str(work / "wh"), conf=conf)
     for name in ("warm", "h"):
         session.sql(f"CREATE TABLE {name} (id INT, v STRING, ts BIGINT) USING hudi "
-                    "TBLPROPERTIES (type = 'mor', primaryKey = 'id', preCombineField = 'ts')")
+                    "TBLPROPERTIES (type = 'mor', primaryKey = 'id', preCombineField = 'ts'"
+                    f"{version_property})")
     warm = 0
     for n in range(1, args.warmup + 1):
         sql, warm = _statement(n, warm)
@@ -112,15 +120,17 @@ def main() -> None:
     if args.warmup:
         _queries(session, warm, "warm")
     root = Path(session.table("h").path)
-    print(f"{n_commits} commits, services {'off' if args.no_services else 'on'}; start: "
-          f"{_load()}")
+    version = (root / ".hoodie" / "hoodie.properties").read_text().split(
+        "hoodie.table.version=")[1].split()[0]
+    print(f"{n_commits} commits, table version {version}, services "
+          f"{'off' if args.no_services else 'on'}; start: {_load()}")
     checkpoints = {25, n_commits // 2, n_commits}
     times: list[float] = []
     inserted = 0
     started = time.perf_counter()
     for n in range(1, n_commits + 1):
         sql, inserted = _statement(n, inserted)
-        if args.profile and n in (10, n_commits):
+        if args.profile and n in (12, n_commits):
             times.append(_profile(session, sql, f"commit {n}"))
         else:
             start = time.perf_counter()

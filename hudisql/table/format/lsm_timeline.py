@@ -7,6 +7,13 @@ snapshot version N and ``manifest_N`` (JSON, ``{"files": [{"fileName", "fileLen"
 names the files of that snapshot; files not in it are compacted away or not yet committed.
 The file-system view needs only the completion times, to slice the logs of an archived
 deltacommit as Hudi's ``CompletionTimeQueryViewV2`` does.
+
+A history file a manifest names is immutable (compaction writes a new file at the next
+layer, cleaning deletes files no retained manifest names), so the two time columns read
+from one are kept for the process (:data:`_TIMES_CACHE`, keyed by the file's URI and the
+length its manifest gives, least recently used out first): every statement builds new
+file-system views, and a merge-on-read table's log files of archived deltacommits would
+otherwise have each view read the history again, a cost that grew with the table's age.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import threading
+from collections import OrderedDict
 
 import pyarrow.parquet as pq
 
@@ -28,6 +37,13 @@ VERSION_FILE = "_version_"
 MANIFEST_PREFIX = "manifest_"
 LSM_DATA_FILE = re.compile(r"^(\d+)_(\d+)_\d+\.parquet$")
 
+#: How many history files' completion times the process keeps (a compacted history of
+#: years of commits is a few dozen files).
+_CACHED_FILES = 256
+#: (file URI, length) -> instant time -> completion time, of history files read so far.
+_TIMES_CACHE: OrderedDict[tuple[str, int], dict[str, str]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
 
 class ArchivedCompletionTimes:
     """Completion times of the instants in a table's LSM history, read on demand.
@@ -40,6 +56,7 @@ class ArchivedCompletionTimes:
         self.storage = storage
         self.history = props.archive_dir
         self._files: list[tuple[str, str, str]] | None = None
+        self._lengths: dict[str, int] = {}
         self._read: dict[str, dict[str, str]] = {}
 
     def get(self, timestamp: str) -> str | None:
@@ -78,6 +95,7 @@ class ArchivedCompletionTimes:
             try:
                 entries = json.loads(self.storage.read_bytes(rel))["files"]
                 names = [str(entry["fileName"]) for entry in entries]
+                self._lengths = {str(e["fileName"]): int(e.get("fileLen", -1)) for e in entries}
             except (ValueError, KeyError, TypeError) as exc:
                 raise CorruptTableError(
                     f"archived timeline manifest {self.storage.uri(rel)} is not valid ({exc}); "
@@ -100,6 +118,14 @@ class ArchivedCompletionTimes:
         if times is not None:
             return times
         path = posixpath.join(self.history, name)
+        key = (self.storage.uri(path), self._lengths.get(name, -1))
+        with _CACHE_LOCK:
+            times = _TIMES_CACHE.get(key)
+            if times is not None:
+                _TIMES_CACHE.move_to_end(key)
+        if times is not None:
+            self._read[name] = times
+            return times
         try:
             with self.storage.open_input_file(path) as source:
                 table = pq.read_table(source, columns=["instantTime", "completionTime"])
@@ -117,6 +143,11 @@ class ArchivedCompletionTimes:
             if requested and completed
         }
         self._read[name] = times
+        if key[1] >= 0:  # a manifest without lengths: not kept (nothing to tell files apart)
+            with _CACHE_LOCK:
+                _TIMES_CACHE[key] = times
+                while len(_TIMES_CACHE) > _CACHED_FILES:
+                    _TIMES_CACHE.popitem(last=False)
         return times
 
 

@@ -71,6 +71,8 @@ __all__ = [
 
 MIN_COMMITS = "hoodie.keep.min.commits"
 MAX_COMMITS = "hoodie.keep.max.commits"
+#: Hudi's ``hoodie.timeline.compaction.batch.size`` (the LSM history of version 8/9 tables).
+HISTORY_BATCH = "hoodie.timeline.compaction.batch.size"
 #: The completed actions Hudi's archiver counts ("the completed commits timeline").
 _COMMITS = (Action.COMMIT, Action.DELTACOMMIT, Action.REPLACECOMMIT)
 
@@ -89,6 +91,9 @@ class ArchivalSettings:
     max_commits: int = 30
     max_delta_commits: int = 5
     merge: MergeSettings = field(default_factory=MergeSettings)
+    #: ``hoodie.timeline.compaction.batch.size``: files of one LSM history layer (version
+    #: 8/9 tables) compacted into one of the next.
+    history_batch: int = 10
 
     @classmethod
     def parse(cls, options: Mapping[str, str], table: str = "") -> ArchivalSettings:
@@ -111,7 +116,7 @@ class ArchivalSettings:
             int_setting(options, MERGE_BATCH, d.merge.batch_size, 2),
             int_setting(options, MERGE_SMALL_LIMIT, d.merge.small_file_limit, 1))
         return cls(low, high, int_setting(options, MAX_DELTA_COMMITS, d.max_delta_commits, 1),
-                   merge)
+                   merge, int_setting(options, HISTORY_BATCH, d.history_batch, 2))
 
 
 def _bool_setting(options: Mapping[str, str], key: str, default: bool) -> bool:

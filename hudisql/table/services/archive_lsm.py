@@ -5,8 +5,9 @@ Layout 2 archives completed instants into parquet files of ``HoodieLSMTimelineIn
 ``plan``: the requested file's bytes when it has any, ``version``), named
 ``<firstInstant>_<lastInstant>_<layer>.parquet``; a snapshot of the live files is
 ``manifest_<N>`` (JSON ``{"files": [{"fileName", "fileLen"}]}``) and ``_version_`` names the
-latest N (Hudi's ``LSMTimelineWriter``). hudisql writes layer-0 files only and does not
-compact the tree (Hudi compacts once 10 files share a layer; readers take any number).
+latest N (Hudi's ``LSMTimelineWriter``). Each run writes a layer-0 file, then compacts the
+tree and cleans old manifests and files as Hudi does (:mod:`.archive_lsm_compact`), so the
+history stays a few dozen files however long the table lives.
 
 What moves out is chosen as for version 6 (:func:`instants_to_archive`). The steps, each
 leaving a table every reader reads the same: the parquet file (a file no manifest names is
@@ -19,7 +20,6 @@ the newest history file holds.
 from __future__ import annotations
 
 import io
-import json
 import posixpath
 from collections.abc import Callable, Sequence
 
@@ -28,12 +28,7 @@ import pyarrow.parquet as pq
 
 from hudisql.errors import CorruptTableError
 from hudisql.table.format.instant import Instant
-from hudisql.table.format.lsm_timeline import (
-    LSM_DATA_FILE,
-    MANIFEST_PREFIX,
-    VERSION_FILE,
-    latest_manifest,
-)
+from hudisql.table.format.lsm_timeline import LSM_DATA_FILE
 from hudisql.table.format.timeline import Timeline
 from hudisql.table.io.storage import Storage
 from hudisql.table.services.archive import (
@@ -41,39 +36,20 @@ from hudisql.table.services.archive import (
     ArchivalSettings,
     instants_to_archive,
 )
+from hudisql.table.services.archive_lsm_compact import (
+    LSM_SCHEMA,
+    compact_history,
+    read_manifest,
+    write_manifest,
+)
 
 __all__ = ["LSM_SCHEMA", "archive_timeline_lsm", "write_history_file"]
 
 StepHook = Callable[[str, str], None]
 
-#: ``HoodieLSMTimelineInstant`` as parquet columns.
-LSM_SCHEMA = pa.schema([
-    pa.field("instantTime", pa.string()),
-    pa.field("completionTime", pa.string()),
-    pa.field("action", pa.string()),
-    pa.field("metadata", pa.binary()),
-    pa.field("plan", pa.binary()),
-    pa.field("version", pa.int32(), nullable=False),
-])
-
 
 def _no_step(event: str, detail: str) -> None:
     """The default step hook: nothing."""
-
-
-def _manifest(storage: Storage, history: str) -> tuple[int, list[dict[str, object]]]:
-    """The latest snapshot version (0: none yet) and its file entries."""
-    name = latest_manifest(storage, history)
-    if name is None:
-        return 0, []
-    rel = posixpath.join(history, name)
-    try:
-        files = json.loads(storage.read_bytes(rel))["files"]
-    except (ValueError, KeyError, TypeError, FileNotFoundError) as exc:
-        raise CorruptTableError(
-            f"archived timeline manifest {storage.uri(rel)} is not valid ({exc}); restore it "
-            "from a backup before archiving again") from exc
-    return int(name[len(MANIFEST_PREFIX):]), list(files)
 
 
 def _delete_active(storage: Storage, timeline: Timeline, times: Sequence[str],
@@ -115,7 +91,7 @@ def write_history_file(storage: Storage, history: str, rows: dict[str, list[obje
     files; both read from storage when not given), then ``_version_``. Returns its name.
     """
     if version is None or entries is None:
-        version, entries = _manifest(storage, history)
+        version, entries = read_manifest(storage, history)
     times = rows["instantTime"]
     name = f"{times[0]}_{times[-1]}_0.parquet"
     if LSM_DATA_FILE.match(name) is None:
@@ -128,10 +104,7 @@ def write_history_file(storage: Storage, history: str, rows: dict[str, list[obje
     # Not yet in a manifest: no reader looks at it.
     storage.write_atomic(posixpath.join(history, name), data)
     kept = [e for e in entries if e.get("fileName") != name]
-    manifest = {"files": [*kept, {"fileName": name, "fileLen": len(data)}]}
-    storage.write_atomic(posixpath.join(history, f"{MANIFEST_PREFIX}{version + 1}"),
-                         json.dumps(manifest).encode("utf-8"))
-    storage.write_atomic(posixpath.join(history, VERSION_FILE), str(version + 1).encode())
+    write_manifest(storage, history, version, [*kept, {"fileName": name, "fileLen": len(data)}])
     return name
 
 
@@ -147,7 +120,7 @@ def archive_timeline_lsm(storage: Storage, timeline: Timeline, settings: Archiva
         CorruptTableError: the manifest or the newest history file is malformed.
     """
     history = timeline.props.archive_dir
-    version, entries = _manifest(storage, history)
+    version, entries = read_manifest(storage, history)
     if _finish_interrupted(storage, timeline, entries, history, on_step):
         timeline = timeline.reload()
     chosen = instants_to_archive(timeline, settings, is_mor, bounds or ArchivalBounds())
@@ -167,4 +140,5 @@ def archive_timeline_lsm(storage: Storage, timeline: Timeline, settings: Archiva
     write_history_file(storage, history, rows, version, entries)
     on_step("written", chosen[-1].timestamp)
     _delete_active(storage, timeline, [i.timestamp for i in chosen], on_step)
+    compact_history(storage, history, settings.history_batch, on_step)
     return chosen
