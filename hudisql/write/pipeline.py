@@ -173,6 +173,8 @@ _FILE_ID = FILE_ID
 #: True on records small-file handling placed (inserts): a merge-on-read small file is
 #: rewritten only when some reach it.
 _INSERTED = "_hudisql_inserted"
+#: Each record's partition's insert shares (file ids and their bounds), while placing inserts.
+_TARGET = "_hudisql_insert_target"
 _STATS_SCHEMA = StructType([StructField("stat", StringType()), StructField("attempt", LongType()),
                             StructField("changes", BinaryType()),
                             StructField("ranges", StringType())])
@@ -862,9 +864,13 @@ class SparkWriter:
                 F.array(*[F.lit(fid) for fid, _ in shares]).alias("ids"),
                 F.array(*[F.lit(b) for b in bounds]).alias("bounds"))]
         target = F.create_map(*pairs)[F.col(PARTITION_PATH)]
-        slot = F.pmod(F.xxhash64(F.col(RECORD_KEY)), F.element_at(target["bounds"], -1))
-        # 1-based index of the first bound above the slot.
-        index = F.size(F.filter(target["bounds"], lambda b: b <= slot)) + 1
-        return tagged.withColumn(
-            _FILE_ID, F.coalesce(F.col(_FILE_ID), F.element_at(target["ids"], index.cast("int")))
-        ), total
+        # 1-based index of the first bound above the record's slot. SQL, so that the lambda
+        # variable's name is fixed: a Python lambda gets a fresh name on every write, which
+        # made Spark compile (and the JIT compile again) the stage's code every time.
+        bounds, bound = f"`{_TARGET}`.bounds", "_hudisql_bound"
+        index = F.expr(f"size(filter({bounds}, {bound} -> {bound} <= pmod(xxhash64("
+                       f"`{RECORD_KEY}`), element_at({bounds}, -1)))) + 1")
+        return tagged.withColumn(_TARGET, target).withColumn(
+            _FILE_ID, F.coalesce(F.col(_FILE_ID), F.element_at(F.col(_TARGET)["ids"],
+                                                               index.cast("int")))
+        ).drop(_TARGET), total

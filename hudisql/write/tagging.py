@@ -406,26 +406,47 @@ def _lookup_keys(path: str) -> Any:
 def bucket_id(settings: IndexSettings) -> Column:
     """The bucket of each record (``_hoodie_record_key``), as Hudi's ``BucketIdentifier``."""
     key = F.col(RECORD_KEY)
-    fields = F.array(*[F.lit(f) for f in settings.hash_fields])
-    pairs = F.transform(F.split(key, ","), lambda kv: F.split(kv, ":", 2))
-    picked = F.filter(pairs, lambda kv: (F.size(kv) == 1) | F.array_contains(fields, kv[0]))
-    values = F.transform(picked, lambda kv: F.when(F.size(kv) == 1, kv[0])
-                         .when(kv[1] == _NULL_KEY_PART, F.lit(None).cast("string"))
-                         .when(kv[1] == _EMPTY_KEY_PART, F.lit(""))
-                         .otherwise(kv[1]))
     complex_key = key.contains(",") & key.contains(":")
-
-    def step(acc: Column, value: Column) -> Column:
-        # java.util.List.hashCode: 31 * h + hashCode(e) (0 for null), in 32 bits.
-        h = F.coalesce(F.reflect(F.lit("java.util.Objects"), F.lit("hashCode"), value)
-                       .cast("long"), F.lit(0).cast("long"))
-        return F.pmod(acc * 31 + h, F.lit(_INT32))
-
     # A plain key is a one-element list: one step, without the array functions (which
     # cost a plain key about 1 s of CPU per million records).
-    hashed = F.when(complex_key, F.aggregate(values, F.lit(1).cast("long"), step)).otherwise(
-        step(F.lit(1).cast("long"), key))
+    hashed = F.when(complex_key, _complex_key_hash(settings.hash_fields)).otherwise(
+        F.pmod(F.lit(31).cast("long") + _java_hash(key), F.lit(_INT32)))
     return (hashed.bitwiseAND(F.lit(0x7FFFFFFF)) % F.lit(settings.num_buckets)).cast("int")
+
+
+def _java_hash(value: Column) -> Column:
+    """Java's ``Objects.hashCode`` of a string column (0 for null), as a long."""
+    return F.coalesce(F.reflect(F.lit("java.util.Objects"), F.lit("hashCode"), value)
+                      .cast("long"), F.lit(0).cast("long"))
+
+
+def _complex_key_hash(hash_fields: tuple[str, ...]) -> Column:
+    """``java.util.List.hashCode`` (``31 * h + hashCode(e)``, in 32 bits) of the hash
+    fields' values of a ``field:value,...`` key.
+
+    Written as SQL so that its lambda variables have fixed names: the Python lambdas of
+    ``F.transform`` get fresh names on every call, which changes the generated code of
+    every write, so Spark compiled it anew each time (and the JIT compiled that class
+    again): about 1 s of JVM CPU per write.
+    """
+    listed = ", ".join(_sql_string(f) for f in hash_fields)
+    fields = f"array({listed})" if listed else "CAST(array() AS ARRAY<STRING>)"
+    kv, acc, value = "_hudisql_kv", "_hudisql_acc", "_hudisql_value"
+    java_hash = (f"coalesce(CAST(reflect('java.util.Objects', 'hashCode', {value}) AS BIGINT), "
+                 "CAST(0 AS BIGINT))")
+    return F.expr(
+        f"aggregate(transform(filter(transform(split(`{RECORD_KEY}`, ','), "
+        f"{kv} -> split({kv}, ':', 2)), "
+        f"{kv} -> size({kv}) = 1 OR array_contains({fields}, {kv}[0])), "
+        f"{kv} -> CASE WHEN size({kv}) = 1 THEN {kv}[0] "
+        f"WHEN {kv}[1] = '{_NULL_KEY_PART}' THEN CAST(NULL AS STRING) "
+        f"WHEN {kv}[1] = '{_EMPTY_KEY_PART}' THEN '' ELSE {kv}[1] END), "
+        f"CAST(1 AS BIGINT), ({acc}, {value}) -> pmod({acc} * 31 + {java_hash}, {_INT32}))")
+
+
+def _sql_string(value: str) -> str:
+    """``value`` as a Spark SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def bucket_file_id(bucket: Column, salt: str = "") -> Column:
