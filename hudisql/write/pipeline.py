@@ -57,6 +57,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel, TaskContext
@@ -314,12 +315,11 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
         token = write_token(0, 0, 0) if ctx is None else write_token(
             ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
         attempt = 0 if ctx is None else ctx.attemptNumber()
-        # One sort, then each file group is a contiguous slice (no per-group filter).
-        data = pa.Table.from_batches(rows).sort_by(_FILE_ID)
+        # One reordering, then each file group is a contiguous slice (no per-group filter).
+        data, groups = _grouped_by_file_id(pa.Table.from_batches(rows))
         table = HudiTable.open(spec.path)
         start = 0
-        for written, item in enumerate(pc.value_counts(data.column(_FILE_ID)), 1):
-            file_id, count = item["values"].as_py(), item["counts"].as_py()
+        for written, (file_id, count) in enumerate(groups, 1):
             group = data.slice(start, count)
             start += count
             partition = group.column(PARTITION_PATH)[0].as_py()
@@ -341,6 +341,25 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
             if fault_after is not None and attempt == 0 and written >= fault_after:
                 raise RuntimeError(f"injected failure after {written} file(s) of {instant}")
     return profiled(write)
+
+
+def _grouped_by_file_id(data: pa.Table) -> tuple[pa.Table, list[tuple[str, int]]]:
+    """``data``'s rows ordered by file id (stably, as ``sort_by``), and each file id with its
+    row count, in that order.
+
+    The ids are few: their dictionary codes are sorted as integers and the rows taken once,
+    about half the CPU of sorting the strings of every row (``Table.sort_by``).
+    """
+    data = data.combine_chunks()
+    encoded = pc.dictionary_encode(data.column(_FILE_ID), null_encoding="encode").chunk(0)
+    # Each code's place among the sorted ids (nulls last, as sort_by puts them).
+    rank = pc.rank(encoded.dictionary, sort_keys="ascending", tiebreaker="first").to_numpy() - 1
+    codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=len(rank))
+    ids = pc.take(encoded.dictionary, pa.array(np.argsort(rank))).to_pylist()
+    return data.take(pa.array(order)), [(i, int(n)) for i, n in zip(ids, counts, strict=True)
+                                        if n]
 
 
 def _resolve_sink(table: HudiTable, file_slice: FileSlice, group: pa.Table) -> pa.Table:
@@ -795,8 +814,8 @@ class SparkWriter:
              touched: list[str] | None, listed: list[FileSlice] | None = None,
              skip: frozenset[tuple[str, str]] = frozenset()) -> Tagged:
         """The records tagged by the write's index (:mod:`hudisql.write.tagging`)."""
-        return tag_records(self._index, TagContext(self.spark, table, self._parallelism()),
-                           staged, touched, listed, skip)
+        return tag_records(self._index, TagContext(
+            self.spark, table, self._parallelism()), staged, touched, listed, skip)
 
     @staticmethod
     def _small_files(slices: list[FileSlice], table: HudiTable, spec: _TableSpec,
@@ -867,9 +886,9 @@ class SparkWriter:
         # 1-based index of the first bound above the record's slot. SQL, so that the lambda
         # variable's name is fixed: a Python lambda gets a fresh name on every write, which
         # made Spark compile (and the JIT compile again) the stage's code every time.
-        bounds, bound = f"`{_TARGET}`.bounds", "_hudisql_bound"
-        index = F.expr(f"size(filter({bounds}, {bound} -> {bound} <= pmod(xxhash64("
-                       f"`{RECORD_KEY}`), element_at({bounds}, -1)))) + 1")
+        listed, bound = f"`{_TARGET}`.bounds", "_hudisql_bound"
+        index = F.expr(f"size(filter({listed}, {bound} -> {bound} <= pmod(xxhash64("
+                       f"`{RECORD_KEY}`), element_at({listed}, -1)))) + 1")
         return tagged.withColumn(_TARGET, target).withColumn(
             _FILE_ID, F.coalesce(F.col(_FILE_ID), F.element_at(F.col(_TARGET)["ids"],
                                                                index.cast("int")))
