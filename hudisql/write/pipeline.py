@@ -10,7 +10,9 @@ The driver plans and commits; executors do everything per record, in two Spark j
    before any instant exists;
 2. *existing keys* (Hudi's simple index) of the latest slices of the touched partitions:
    base-file-only slices through Spark's parquet reader, slices with logs merged by the
-   core on executors (``mapInArrow``);
+   core on executors (``mapInArrow``); or, for a write of at most
+   ``hudisql.write.driver.lookup.max.records`` records, read and joined on the driver
+   (:mod:`hudisql.write.driver_lookup`), the matches broadcast to the next step;
 3. *tag*: a Spark join of the two; records without a file group (inserts) fill the
    partition's small file groups first (:mod:`hudisql.table.write.small_files`, Hudi's
    ``hoodie.parquet.small.file.limit``), the rest go to new file groups (per partition,
@@ -127,6 +129,7 @@ from hudisql.txn.transaction import (
     StepHook,
     Transaction,
 )
+from hudisql.write.driver_lookup import driver_lookup_max_records
 from hudisql.write.index_settings import BLOOM, BUCKET, SIMPLE, IndexSettings
 from hudisql.write.local_write import (
     LOCAL_OPERATIONS,
@@ -503,6 +506,10 @@ class SparkWriter:
         self._index = IndexSettings()
         #: Column ranges of the log files the last write's tasks wrote, by path.
         self._file_stats: dict[str, list[ColumnRange]] = {}
+        #: The records of the write in progress (from the staging job's counts), and the
+        #: most records whose SIMPLE lookup joins on the driver (hudisql.write.driver_lookup).
+        self._records = 0
+        self._driver_lookup = 0
 
     def write(self, df: DataFrame, operation: str,
               expressions: Mapping[str, str] | None = None,
@@ -542,6 +549,7 @@ class SparkWriter:
                                        arrow_schema=avro_to_arrow(evolved))
         _check_columns(df, spec, op)
         sizing = SmallFileSettings.parse(self.options, spec.name)  # refused before any instant
+        self._driver_lookup = driver_lookup_max_records(self.options, spec.name)  # so is this
         self._index = IndexSettings.resolve(  # so is a bad index type
             self.options, table, lookup=op != "bulk_insert" and op not in OVERWRITES)
         if expressions is not None and (op != "upsert" or not spec.is_mor):
@@ -635,6 +643,7 @@ class SparkWriter:
             if any(r["bad"] for r in rows):
                 _check_keys(df, spec)  # raises, naming a bad record
             counts = {r[PARTITION_PATH]: int(r["n"]) for r in rows}
+            self._records = sum(counts.values())
             if in_jvm and with_partition:
                 check_partition_paths(counts, spec.partition_fields, spec.name)
         except BaseException:
@@ -815,7 +824,8 @@ class SparkWriter:
              skip: frozenset[tuple[str, str]] = frozenset()) -> Tagged:
         """The records tagged by the write's index (:mod:`hudisql.write.tagging`)."""
         return tag_records(self._index, TagContext(
-            self.spark, table, self._parallelism()), staged, touched, listed, skip)
+            self.spark, table, self._parallelism(), self._records, self._driver_lookup),
+            staged, touched, listed, skip)
 
     @staticmethod
     def _small_files(slices: list[FileSlice], table: HudiTable, spec: _TableSpec,

@@ -8,7 +8,8 @@ insert), plus the latest slices of the partitions it touches.
 
 - ``SIMPLE`` reads every stored key of those slices: base-file-only slices through Spark's
   parquet reader, slices with logs merged by the core on executors (their logs may add or
-  delete keys);
+  delete keys); a write of few enough records joins them on the driver instead
+  (:mod:`hudisql.write.driver_lookup`: the same tags, no shuffle of the records for it);
 - ``BLOOM`` reads the keys of candidate base files only: a file is a candidate for a key
   when the key is inside the file's key range and its bloom filter admits it (checked on
   executors, one task per file; a file without a bloom filter admits every key in range).
@@ -56,7 +57,8 @@ from hudisql.table.io.heap import keep_freed_memory
 from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable
 from hudisql.table.write.records import PARTITION_PATH, RECORD_KEY
-from hudisql.write.index_settings import BLOOM, BUCKET, RECORD_INDEX, IndexSettings
+from hudisql.write.driver_lookup import driver_located, fits_driver
+from hudisql.write.index_settings import BLOOM, BUCKET, RECORD_INDEX, SIMPLE, IndexSettings
 
 __all__ = ["FILE_ID", "KEYS_SCHEMA", "META_FIELDS", "WORK_COLUMNS", "TagContext", "Tagged",
            "bucket_file_id",
@@ -96,6 +98,10 @@ class TagContext:
     spark: SparkSession
     table: HudiTable
     parallelism: int
+    #: The write's record count, and the most records whose ``SIMPLE`` lookup joins on the
+    #: driver (:mod:`hudisql.write.driver_lookup`; 0: never).
+    records: int = 0
+    driver_lookup_max: int = 0
 
     @property
     def path(self) -> str:
@@ -150,6 +156,10 @@ def tag_records(settings: IndexSettings, ctx: TagContext, staged: DataFrame,
         return Tagged(staged.withColumn(FILE_ID, F.lit(None).cast("string")), by_group)
     elif kind == BLOOM and touched is not None:
         located = _bloom_locations(ctx, staged, slices)
+    elif touched is not None and kind == SIMPLE and fits_driver(
+            ctx.records, ctx.driver_lookup_max, slices):
+        located = driver_located(staged, table, slices)  # small: broadcast, no shuffle
+        return Tagged(staged.join(located, [PARTITION_PATH, RECORD_KEY], "left"), by_group)
     else:
         located = existing_keys(ctx, slices)
     return Tagged(_join(staged, located, touched is not None), by_group)
