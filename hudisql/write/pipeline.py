@@ -10,7 +10,9 @@ The driver plans and commits; executors do everything per record, in two Spark j
    before any instant exists;
 2. *existing keys* (Hudi's simple index) of the latest slices of the touched partitions:
    base-file-only slices through Spark's parquet reader, slices with logs merged by the
-   core on executors (``mapInArrow``);
+   core on executors (``mapInArrow``); or, for a write of at most
+   ``hudisql.write.driver.lookup.max.records`` records, read and joined on the driver
+   (:mod:`hudisql.write.driver_lookup`), the matches broadcast to the next step;
 3. *tag*: a Spark join of the two; records without a file group (inserts) fill the
    partition's small file groups first (:mod:`hudisql.table.write.small_files`, Hudi's
    ``hoodie.parquet.small.file.limit``), the rest go to new file groups (per partition,
@@ -57,6 +59,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel, TaskContext
@@ -126,6 +129,7 @@ from hudisql.txn.transaction import (
     StepHook,
     Transaction,
 )
+from hudisql.write.driver_lookup import driver_lookup_max_records
 from hudisql.write.index_settings import BLOOM, BUCKET, SIMPLE, IndexSettings
 from hudisql.write.local_write import (
     LOCAL_OPERATIONS,
@@ -173,6 +177,8 @@ _FILE_ID = FILE_ID
 #: True on records small-file handling placed (inserts): a merge-on-read small file is
 #: rewritten only when some reach it.
 _INSERTED = "_hudisql_inserted"
+#: Each record's partition's insert shares (file ids and their bounds), while placing inserts.
+_TARGET = "_hudisql_insert_target"
 _STATS_SCHEMA = StructType([StructField("stat", StringType()), StructField("attempt", LongType()),
                             StructField("changes", BinaryType()),
                             StructField("ranges", StringType())])
@@ -312,12 +318,11 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
         token = write_token(0, 0, 0) if ctx is None else write_token(
             ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
         attempt = 0 if ctx is None else ctx.attemptNumber()
-        # One sort, then each file group is a contiguous slice (no per-group filter).
-        data = pa.Table.from_batches(rows).sort_by(_FILE_ID)
+        # One reordering, then each file group is a contiguous slice (no per-group filter).
+        data, groups = _grouped_by_file_id(pa.Table.from_batches(rows))
         table = HudiTable.open(spec.path)
         start = 0
-        for written, item in enumerate(pc.value_counts(data.column(_FILE_ID)), 1):
-            file_id, count = item["values"].as_py(), item["counts"].as_py()
+        for written, (file_id, count) in enumerate(groups, 1):
             group = data.slice(start, count)
             start += count
             partition = group.column(PARTITION_PATH)[0].as_py()
@@ -339,6 +344,25 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
             if fault_after is not None and attempt == 0 and written >= fault_after:
                 raise RuntimeError(f"injected failure after {written} file(s) of {instant}")
     return profiled(write)
+
+
+def _grouped_by_file_id(data: pa.Table) -> tuple[pa.Table, list[tuple[str, int]]]:
+    """``data``'s rows ordered by file id (stably, as ``sort_by``), and each file id with its
+    row count, in that order.
+
+    The ids are few: their dictionary codes are sorted as integers and the rows taken once,
+    about half the CPU of sorting the strings of every row (``Table.sort_by``).
+    """
+    data = data.combine_chunks()
+    encoded = pc.dictionary_encode(data.column(_FILE_ID), null_encoding="encode").chunk(0)
+    # Each code's place among the sorted ids (nulls last, as sort_by puts them).
+    rank = pc.rank(encoded.dictionary, sort_keys="ascending", tiebreaker="first").to_numpy() - 1
+    codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=len(rank))
+    ids = pc.take(encoded.dictionary, pa.array(np.argsort(rank))).to_pylist()
+    return data.take(pa.array(order)), [(i, int(n)) for i, n in zip(ids, counts, strict=True)
+                                        if n]
 
 
 def _resolve_sink(table: HudiTable, file_slice: FileSlice, group: pa.Table) -> pa.Table:
@@ -482,6 +506,10 @@ class SparkWriter:
         self._index = IndexSettings()
         #: Column ranges of the log files the last write's tasks wrote, by path.
         self._file_stats: dict[str, list[ColumnRange]] = {}
+        #: The records of the write in progress (from the staging job's counts), and the
+        #: most records whose SIMPLE lookup joins on the driver (hudisql.write.driver_lookup).
+        self._records = 0
+        self._driver_lookup = 0
 
     def write(self, df: DataFrame, operation: str,
               expressions: Mapping[str, str] | None = None,
@@ -521,6 +549,7 @@ class SparkWriter:
                                        arrow_schema=avro_to_arrow(evolved))
         _check_columns(df, spec, op)
         sizing = SmallFileSettings.parse(self.options, spec.name)  # refused before any instant
+        self._driver_lookup = driver_lookup_max_records(self.options, spec.name)  # so is this
         self._index = IndexSettings.resolve(  # so is a bad index type
             self.options, table, lookup=op != "bulk_insert" and op not in OVERWRITES)
         if expressions is not None and (op != "upsert" or not spec.is_mor):
@@ -614,6 +643,7 @@ class SparkWriter:
             if any(r["bad"] for r in rows):
                 _check_keys(df, spec)  # raises, naming a bad record
             counts = {r[PARTITION_PATH]: int(r["n"]) for r in rows}
+            self._records = sum(counts.values())
             if in_jvm and with_partition:
                 check_partition_paths(counts, spec.partition_fields, spec.name)
         except BaseException:
@@ -793,8 +823,9 @@ class SparkWriter:
              touched: list[str] | None, listed: list[FileSlice] | None = None,
              skip: frozenset[tuple[str, str]] = frozenset()) -> Tagged:
         """The records tagged by the write's index (:mod:`hudisql.write.tagging`)."""
-        return tag_records(self._index, TagContext(self.spark, table, self._parallelism()),
-                           staged, touched, listed, skip)
+        return tag_records(self._index, TagContext(
+            self.spark, table, self._parallelism(), self._records, self._driver_lookup),
+            staged, touched, listed, skip)
 
     @staticmethod
     def _small_files(slices: list[FileSlice], table: HudiTable, spec: _TableSpec,
@@ -862,9 +893,13 @@ class SparkWriter:
                 F.array(*[F.lit(fid) for fid, _ in shares]).alias("ids"),
                 F.array(*[F.lit(b) for b in bounds]).alias("bounds"))]
         target = F.create_map(*pairs)[F.col(PARTITION_PATH)]
-        slot = F.pmod(F.xxhash64(F.col(RECORD_KEY)), F.element_at(target["bounds"], -1))
-        # 1-based index of the first bound above the slot.
-        index = F.size(F.filter(target["bounds"], lambda b: b <= slot)) + 1
-        return tagged.withColumn(
-            _FILE_ID, F.coalesce(F.col(_FILE_ID), F.element_at(target["ids"], index.cast("int")))
-        ), total
+        # 1-based index of the first bound above the record's slot. SQL, so that the lambda
+        # variable's name is fixed: a Python lambda gets a fresh name on every write, which
+        # made Spark compile (and the JIT compile again) the stage's code every time.
+        listed, bound = f"`{_TARGET}`.bounds", "_hudisql_bound"
+        index = F.expr(f"size(filter({listed}, {bound} -> {bound} <= pmod(xxhash64("
+                       f"`{RECORD_KEY}`), element_at({listed}, -1)))) + 1")
+        return tagged.withColumn(_TARGET, target).withColumn(
+            _FILE_ID, F.coalesce(F.col(_FILE_ID), F.element_at(F.col(_TARGET)["ids"],
+                                                               index.cast("int")))
+        ).drop(_TARGET), total

@@ -8,7 +8,8 @@ insert), plus the latest slices of the partitions it touches.
 
 - ``SIMPLE`` reads every stored key of those slices: base-file-only slices through Spark's
   parquet reader, slices with logs merged by the core on executors (their logs may add or
-  delete keys);
+  delete keys); a write of few enough records joins them on the driver instead
+  (:mod:`hudisql.write.driver_lookup`: the same tags, no shuffle of the records for it);
 - ``BLOOM`` reads the keys of candidate base files only: a file is a candidate for a key
   when the key is inside the file's key range and its bloom filter admits it (checked on
   executors, one task per file; a file without a bloom filter admits every key in range).
@@ -56,7 +57,8 @@ from hudisql.table.io.heap import keep_freed_memory
 from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable
 from hudisql.table.write.records import PARTITION_PATH, RECORD_KEY
-from hudisql.write.index_settings import BLOOM, BUCKET, RECORD_INDEX, IndexSettings
+from hudisql.write.driver_lookup import driver_located, fits_driver
+from hudisql.write.index_settings import BLOOM, BUCKET, RECORD_INDEX, SIMPLE, IndexSettings
 
 __all__ = ["FILE_ID", "KEYS_SCHEMA", "META_FIELDS", "WORK_COLUMNS", "TagContext", "Tagged",
            "bucket_file_id",
@@ -96,6 +98,10 @@ class TagContext:
     spark: SparkSession
     table: HudiTable
     parallelism: int
+    #: The write's record count, and the most records whose ``SIMPLE`` lookup joins on the
+    #: driver (:mod:`hudisql.write.driver_lookup`; 0: never).
+    records: int = 0
+    driver_lookup_max: int = 0
 
     @property
     def path(self) -> str:
@@ -150,6 +156,10 @@ def tag_records(settings: IndexSettings, ctx: TagContext, staged: DataFrame,
         return Tagged(staged.withColumn(FILE_ID, F.lit(None).cast("string")), by_group)
     elif kind == BLOOM and touched is not None:
         located = _bloom_locations(ctx, staged, slices)
+    elif touched is not None and kind == SIMPLE and fits_driver(
+            ctx.records, ctx.driver_lookup_max, slices):
+        located = driver_located(staged, table, slices)  # small: broadcast, no shuffle
+        return Tagged(staged.join(located, [PARTITION_PATH, RECORD_KEY], "left"), by_group)
     else:
         located = existing_keys(ctx, slices)
     return Tagged(_join(staged, located, touched is not None), by_group)
@@ -406,26 +416,47 @@ def _lookup_keys(path: str) -> Any:
 def bucket_id(settings: IndexSettings) -> Column:
     """The bucket of each record (``_hoodie_record_key``), as Hudi's ``BucketIdentifier``."""
     key = F.col(RECORD_KEY)
-    fields = F.array(*[F.lit(f) for f in settings.hash_fields])
-    pairs = F.transform(F.split(key, ","), lambda kv: F.split(kv, ":", 2))
-    picked = F.filter(pairs, lambda kv: (F.size(kv) == 1) | F.array_contains(fields, kv[0]))
-    values = F.transform(picked, lambda kv: F.when(F.size(kv) == 1, kv[0])
-                         .when(kv[1] == _NULL_KEY_PART, F.lit(None).cast("string"))
-                         .when(kv[1] == _EMPTY_KEY_PART, F.lit(""))
-                         .otherwise(kv[1]))
     complex_key = key.contains(",") & key.contains(":")
-
-    def step(acc: Column, value: Column) -> Column:
-        # java.util.List.hashCode: 31 * h + hashCode(e) (0 for null), in 32 bits.
-        h = F.coalesce(F.reflect(F.lit("java.util.Objects"), F.lit("hashCode"), value)
-                       .cast("long"), F.lit(0).cast("long"))
-        return F.pmod(acc * 31 + h, F.lit(_INT32))
-
     # A plain key is a one-element list: one step, without the array functions (which
     # cost a plain key about 1 s of CPU per million records).
-    hashed = F.when(complex_key, F.aggregate(values, F.lit(1).cast("long"), step)).otherwise(
-        step(F.lit(1).cast("long"), key))
+    hashed = F.when(complex_key, _complex_key_hash(settings.hash_fields)).otherwise(
+        F.pmod(F.lit(31).cast("long") + _java_hash(key), F.lit(_INT32)))
     return (hashed.bitwiseAND(F.lit(0x7FFFFFFF)) % F.lit(settings.num_buckets)).cast("int")
+
+
+def _java_hash(value: Column) -> Column:
+    """Java's ``Objects.hashCode`` of a string column (0 for null), as a long."""
+    return F.coalesce(F.reflect(F.lit("java.util.Objects"), F.lit("hashCode"), value)
+                      .cast("long"), F.lit(0).cast("long"))
+
+
+def _complex_key_hash(hash_fields: tuple[str, ...]) -> Column:
+    """``java.util.List.hashCode`` (``31 * h + hashCode(e)``, in 32 bits) of the hash
+    fields' values of a ``field:value,...`` key.
+
+    Written as SQL so that its lambda variables have fixed names: the Python lambdas of
+    ``F.transform`` get fresh names on every call, which changes the generated code of
+    every write, so Spark compiled it anew each time (and the JIT compiled that class
+    again): about 1 s of JVM CPU per write.
+    """
+    listed = ", ".join(_sql_string(f) for f in hash_fields)
+    fields = f"array({listed})" if listed else "CAST(array() AS ARRAY<STRING>)"
+    kv, acc, value = "_hudisql_kv", "_hudisql_acc", "_hudisql_value"
+    java_hash = (f"coalesce(CAST(reflect('java.util.Objects', 'hashCode', {value}) AS BIGINT), "
+                 "CAST(0 AS BIGINT))")
+    return F.expr(
+        f"aggregate(transform(filter(transform(split(`{RECORD_KEY}`, ','), "
+        f"{kv} -> split({kv}, ':', 2)), "
+        f"{kv} -> size({kv}) = 1 OR array_contains({fields}, {kv}[0])), "
+        f"{kv} -> CASE WHEN size({kv}) = 1 THEN {kv}[0] "
+        f"WHEN {kv}[1] = '{_NULL_KEY_PART}' THEN CAST(NULL AS STRING) "
+        f"WHEN {kv}[1] = '{_EMPTY_KEY_PART}' THEN '' ELSE {kv}[1] END), "
+        f"CAST(1 AS BIGINT), ({acc}, {value}) -> pmod({acc} * 31 + {java_hash}, {_INT32}))")
+
+
+def _sql_string(value: str) -> str:
+    """``value`` as a Spark SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def bucket_file_id(bucket: Column, salt: str = "") -> Column:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -32,6 +33,8 @@ from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table.table import HudiTable
 from hudisql.table.write.create import create_table
 from hudisql.table.write.records import PARTITION_PATH, RECORD_KEY
+from hudisql.table.write.small_files import SMALL_FILE_LIMIT
+from hudisql.write.driver_lookup import DRIVER_LOOKUP_MAX_RECORDS
 from hudisql.write.index_settings import (
     BUCKET,
     BUCKET_HASH_FIELD,
@@ -159,6 +162,31 @@ def test_upsert_and_delete_give_simple_rows(hudi_session: HudiSession, tmp_path:
         _one_group_per_bucket(handle, 4)
 
 
+def test_driver_lookup_tags_as_the_spark_join(hudi_session: HudiSession,
+                                              tmp_path: Path) -> None:
+    """The SIMPLE lookup joined on the driver (the default for small writes) and Spark's
+    shuffle join (``hudisql.write.driver.lookup.max.records=0``) tag alike: the same updates
+    reach the same stored file groups, and the rows are the model's."""
+    handle = _table(hudi_session, tmp_path, "SIMPLE", "MERGE_ON_READ", True)
+    # A second file group per partition (small files off), so lookups span groups.
+    _write(handle, hudi_session, [(f"m{i:03d}", 1, "m", 1.0, CITIES[i % 3], False)
+                                  for i in range(9)], "SIMPLE", **{SMALL_FILE_LIMIT: "0"})
+    expected = _apply(_apply(_base(), [(f"m{i:03d}", 1, "m", 1.0, CITIES[i % 3], False)
+                                       for i in range(9)]), _upsert())
+    stored = {(s.partition_path, s.file_id) for s in handle.core().file_slices()}
+    updated = {}
+    for limit in ("0", "1000"):
+        copy = tmp_path / f"copy_{limit}"
+        shutil.copytree(handle.core().base_path, copy)
+        target = hudi_session.table_at(str(copy))
+        result = _write(target, hudi_session, [*_upsert(), ("m004", 7, "u", 2.0, "la", False)],
+                        "SIMPLE", **{DRIVER_LOOKUP_MAX_RECORDS: limit, SMALL_FILE_LIMIT: "0"})
+        updated[limit] = sorted((s.partition_path, s.file_id, s.num_update_writes)
+                                for s in result.stats if (s.partition_path, s.file_id) in stored)
+        check(target, _apply(expected, [("m004", 7, "u", 2.0, "la", False)]))
+    assert updated["0"] == updated["1000"] and updated["0"]
+
+
 @pytest.mark.slow
 def test_task_retries_give_simple_rows(hudi_session: HudiSession, tmp_path: Path) -> None:
     """Each index type's upsert in a driver whose write tasks fail once (``local[2,4]``)."""
@@ -261,8 +289,9 @@ def test_concurrent_first_inserts_into_one_bucket_conflict(hudi_session: HudiSes
     ({BUCKET_HASH_FIELD: "rider"}, {INDEX_TYPE: "BUCKET", BUCKET_NUM: "4"},
      "hashes uuid into buckets"),
     ({}, {INDEX_TYPE: "BUCKET", BUCKET_NUM: "zero"}, "not a positive whole number"),
+    ({DRIVER_LOOKUP_MAX_RECORDS: "-1"}, {}, "driver.lookup.max.records='-1' is not a number"),
 ], ids=["unknown", "unsupported", "no-record-index", "bucket-on-plain", "bucket-count",
-        "other-type-on-bucketed", "hash-field", "bad-count"])
+        "other-type-on-bucketed", "hash-field", "bad-count", "bad-driver-lookup"])
 def test_bad_index_settings_are_refused_before_any_instant(
         hudi_session: HudiSession, tmp_path: Path, options: dict[str, str],
         table_options: dict[str, str], message: str) -> None:
