@@ -11,6 +11,12 @@ record with a lower ordering value loses; keys the base file lacks are inserts).
 rows: the base files through Spark's parquet reader (column pruning, pushed filters) with
 a broadcast anti-join of the losing positions (``_metadata.row_index``, the file name
 compared only where a position matches), union the emitted records (a local relation).
+
+Both local relations travel packed: one row per slice holding its positions as an array,
+and the records as arrays of structs of :data:`RECORDS_PER_ROW` each, unpacked by Spark
+(``explode``, ``inline``) in its tasks. Spark turns a local relation into rows one row at a
+time on the driver, at ``createDataFrame`` and again at every query: packed, a full scan
+of 5M rows with 100,000 updated took 1.58x the CPU time of plain parquet instead of 1.95x.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
 from hudisql.read.datasource import conform
 
@@ -31,6 +37,10 @@ if TYPE_CHECKING:
 
 _FILE, _ROW = "_hudisql_base_file", "_hudisql_row"
 _LOST_FILE, _LOST_ROW = "_hudisql_lost_file", "_hudisql_lost_row"
+_PACKED = "_hudisql_records"
+#: Emitted log records per packed row of their local relation (see the module notes): few
+#: rows for Spark's driver to convert, enough of them for its tasks to share the unpacking.
+RECORDS_PER_ROW = 4096
 
 
 @dataclass
@@ -66,18 +76,39 @@ def merged_frames(spark: SparkSession, plain: StructType, columns: list[str],
     if emitted:
         schema = StructType([plain[c] for c in columns])
         target = to_arrow_schema(schema, timezone="UTC")
-        frames.append(spark.createDataFrame(
-            pa.concat_tables([conform(r, target) for r in emitted]), schema=schema))
+        records = pa.concat_tables([conform(r, target) for r in emitted])
+        frames.append(_records_frame(spark, records, schema))
     return frames
+
+
+def _records_frame(spark: SparkSession, records: pa.Table, schema: StructType) -> DataFrame:
+    """``records`` (in ``schema``) as a DataFrame, packed in the local relation (module
+    notes)."""
+    if not schema.fields:  # (no struct to pack a record into)
+        return spark.createDataFrame(records, schema=schema)
+    records = records.combine_chunks()
+    structs = pa.StructArray.from_arrays(
+        [c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in records.columns],
+        fields=list(records.schema))
+    offsets = np.append(np.arange(0, records.num_rows, RECORDS_PER_ROW), records.num_rows)
+    packed = pa.table({_PACKED: pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), structs)})
+    wrapper = StructType([StructField(_PACKED, ArrayType(schema, False), False)])
+    return spark.createDataFrame(packed, schema=wrapper).select(F.inline(_PACKED))
 
 
 def _without(spark: SparkSession, rows: DataFrame, lost: list[MergedSlice],
              columns: list[str]) -> DataFrame:
     """``rows`` (a parquet read) minus the rows at the ``lost`` slices' positions."""
-    table = pa.table({
-        _FILE: pa.concat_arrays([pa.repeat(pa.scalar(s.name), len(s.positions)) for s in lost]),
-        _ROW: pa.array(np.concatenate([s.positions for s in lost]), pa.int64())})
-    losing = spark.createDataFrame(table).withColumnsRenamed({_FILE: _LOST_FILE, _ROW: _LOST_ROW})
+    offsets = np.cumsum([0] + [len(s.positions) for s in lost])
+    positions = pa.ListArray.from_arrays(
+        pa.array(offsets, pa.int32()),
+        pa.array(np.concatenate([s.positions for s in lost]), pa.int64()))
+    packed = pa.table({_LOST_FILE: pa.array([s.name for s in lost], pa.string()),
+                       _LOST_ROW: positions})
+    schema = StructType([StructField(_LOST_FILE, StringType(), False),
+                         StructField(_LOST_ROW, ArrayType(LongType(), False), False)])
+    losing = spark.createDataFrame(packed, schema=schema).select(
+        _LOST_FILE, F.explode(_LOST_ROW).alias(_LOST_ROW))
     rows = rows.select(*columns, F.col("_metadata.file_name").alias(_FILE),
                        F.col("_metadata.row_index").alias(_ROW))
     # The position alone is the hash key (a long: Spark's fastest broadcast lookup); the
