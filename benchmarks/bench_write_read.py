@@ -48,7 +48,11 @@ this process), the steadier figure under load.
 Issue 29's scans (:func:`scan_figures`, also alone with ``--scans-only``): a full scan of
 an upserted MOR table, through ``spark.read.format("hudi")`` and ``t.read()``, against Spark
 reading plain parquet of the same rows (goal <= 1.5) and against hudi-rs (goal <= 1.0),
-and a read-optimized scan against plain parquet of the base files' rows (reported).
+and a read-optimized scan against plain parquet of the base files' rows (reported). Two
+floors: Spark's plain parquet scan / hudi-rs (no Spark read of the rows beats that scan),
+and a bare Python data source handing Spark the same rows, every column, from memory /
+plain parquet (``spark.read.format("hudi")`` is a Python data source: Spark prunes none of
+its columns, so it hands over the meta columns too).
 """
 
 from __future__ import annotations
@@ -75,7 +79,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 import hudisql
-from hudisql.read.datasource import read_slice_batches, spark_schema
+from hudisql.read.datasource import pack_slices, read_slice_batches, spark_schema
 from hudisql.read.snapshot import SPLIT_TOUCHED
 from hudisql.table.format.commit_metadata import NULL_COMMIT
 from hudisql.table.table import HudiTable
@@ -178,20 +182,22 @@ def _spark_tag_floor(spark, path: str, batch, out: Path, repeat: int,  # type: i
 
 
 def _memory_source(batch: pa.RecordBatch, partitions: int, rows: int) -> type[DataSource]:
-    """A Python data source yielding ``batch`` again and again: ``rows`` rows (rounded up to
-    whole batches) over ``partitions`` input partitions. It reads and merges nothing, so
-    its scan time is what Spark spends taking Arrow batches from Python: the floor of any
-    Python data source read of that many rows."""
-    repeats = math.ceil(rows / partitions / batch.num_rows)
+    """A Python data source yielding ``batch`` again and again: ``rows`` rows over
+    ``partitions`` input partitions. It reads and merges nothing, so its scan time is what
+    Spark spends taking Arrow batches from Python: the floor of any Python data source read
+    of that many rows."""
     schema = from_arrow_schema(batch.schema)
 
     class Reader(DataSourceReader):
         def partitions(self) -> list[InputPartition]:
-            return [InputPartition(i) for i in range(partitions)]
+            return [InputPartition(rows // partitions + (i < rows % partitions))
+                    for i in range(partitions)]
 
         def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-            for _ in range(repeats):
-                yield batch
+            left = partition.value
+            while left > 0:
+                yield batch.slice(0, left)
+                left -= batch.num_rows
 
     class Source(DataSource):
         @classmethod
@@ -558,6 +564,14 @@ def scan_figures(session: Any, work: Path, args: argparse.Namespace
         df.selectExpr("count(*)", "sum(ts)", "sum(fare)", "count(distinct city)",
                       "max(uuid)", "max(rider)").collect()
 
+    core = handle.core()
+    target = to_arrow_schema(spark_schema(core, path), timezone="UTC")
+    some = next(s for s in core.file_slices() if s.log_files)
+    final_rows = spark.read.parquet(plain).count()
+    # (As many input partitions as the data source packs the slices into.)
+    spark.dataSource.register(_memory_source(
+        next(read_slice_batches(core, some, None, target)),
+        len(pack_slices(core.file_slices())), final_rows))
     reads: dict[str, Callable[[], object]] = {
         "source": lambda: scan(spark.read.format("hudi").load(path)),
         "read": lambda: scan(handle.read()),
@@ -566,6 +580,7 @@ def scan_figures(session: Any, work: Path, args: argparse.Namespace
         "hudi_rs": lambda: hudi.HudiTable(path).read(),
         "ro": lambda: scan(handle.read(query_type="read_optimized")),
         "parquet_ro": lambda: scan(spark.read.parquet(plain_ro)),
+        "python_floor": lambda: scan(spark.read.format("hudisql_bench_memory").load()),
     }
     best: dict[str, Timing] = {}
     for _ in range(args.repeat):
@@ -582,6 +597,13 @@ def scan_figures(session: Any, work: Path, args: argparse.Namespace
         ("read-optimized scan vs parquet", best["ro"], best["parquet_ro"], "(reported)"),
         ("t.read(), logs merged in Python, vs parquet", best["read_python"], best["parquet"],
          f"(reported: {SPLIT_TOUCHED}=false)"),
+        # The floors: no Spark read of these rows is faster than Spark's plain parquet scan,
+        # and spark.read.format("hudi"), a Python data source (Spark prunes none of its
+        # columns), no faster than handing Spark every column of these rows from memory.
+        ("floor: Spark plain parquet vs hudi-rs", best["parquet"], best["hudi_rs"],
+         "(reported: a Spark read's best / hudi-rs)"),
+        ("floor: Python data source from memory vs parquet", best["python_floor"],
+         best["parquet"], "(reported: every column, no reading or merging)"),
     ]
 
 
