@@ -107,6 +107,23 @@ def files(path: Path | str) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
+def upgrade_refused_while_pending(root: Path | str, to_version: int) -> None:
+    """Check ``CALL upgrade_table`` is refused while an instant is pending and changes no
+    byte, then remove that instant again."""
+    import pytest
+
+    from hudisql.errors import TableServiceError
+    from hudisql.services.upgrade import run_upgrade
+    from hudisql.table.format.instant import Action
+
+    pending = HudiTable.open(str(root)).timeline.create_requested(Action.DELTACOMMIT)
+    unchanged = files(root)
+    with pytest.raises(TableServiceError, match=f"pending instants {pending.timestamp}"):
+        run_upgrade(HudiTable.open(str(root)), to_version)
+    assert files(root) == unchanged
+    HudiTable.open(str(root)).timeline.delete_pending(pending)
+
+
 def crash_at(event: str) -> Callable[[str, str], None]:
     """A step hook raising :class:`Crash` at ``event``."""
     def hook(name: str, instant: str) -> None:

@@ -24,7 +24,16 @@ from hudisql.table.format.instant import Action
 from hudisql.table.format.properties import TableProperties
 from hudisql.table.table import HudiTable
 from hudisql.txn.writer import WriteClient
-from tests.services.kit import Crash, files, mor_table, rec, rows, rs_rows, rs_slices, slices
+from tests.services.kit import (
+    Crash,
+    mor_table,
+    rec,
+    rows,
+    rs_rows,
+    rs_slices,
+    slices,
+    upgrade_refused_while_pending,
+)
 
 PARTITIONS = ["files", "column_stats", "record_index", "secondary_index_idx_v"]
 SECONDARY = IndexDefinition("secondary_index_idx_v", "secondary_index", ("v",))
@@ -79,12 +88,7 @@ def test_upgrade_rebuilds_the_metadata_table_at_version_9(v6_table: Path,
     root = copy_of(v6_table, tmp_path)
     before = rows(root)
     # Refused before anything is written: a pending instant (its metadata table too).
-    pending = HudiTable.open(root).timeline.create_requested(Action.DELTACOMMIT)
-    unchanged = files(root)
-    with pytest.raises(TableServiceError, match=f"pending instants {pending.timestamp}"):
-        run_upgrade(HudiTable.open(root), 9)
-    assert files(root) == unchanged
-    HudiTable.open(root).timeline.delete_pending(pending)
+    upgrade_refused_while_pending(root, 9)
     run_upgrade(HudiTable.open(root), 9)
     table = HudiTable.open(root)
     assert (table.properties.version, table.properties.timeline_layout) == (9, 2)

@@ -27,15 +27,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudisql.errors import UnsupportedFormatError
-from hudisql.table.format.fsview import FileSlice, VisibleInstants
+from hudisql.table.format.fsview import FileSlice
 from hudisql.table.format.properties import TableProperties
 from hudisql.table.format.timeline import Timeline
 from hudisql.table.io.storage import Storage
 from hudisql.table.read.merge import (
     RECORD_KEY_COLUMN,
-    _decode_logs,
     _LogOutcome,
     _Merger,
+    _record_logs,
 )
 from hudisql.table.read.reconcile import ReconcileMode
 
@@ -127,9 +127,8 @@ def log_changes(
         UnsupportedFormatError: an HFile data block, or a table without the record key
             meta column.
     """
-    logs = _decode_logs(storage, timeline, file_slice, VisibleInstants(timeline, as_of),
-                        reconcile)
-    if logs.expressions:
+    logs = _record_logs(storage, timeline, file_slice, as_of, reconcile)
+    if logs is None:
         return None
     out = [c for c in (columns if columns is not None else schema.names) if c in schema.names]
     merger = _Merger(props, schema, out)

@@ -265,9 +265,8 @@ def log_touched_keys(
         UnsupportedFormatError: an HFile data block, or a table without the record key
             meta column.
     """
-    logs = _decode_logs(storage, timeline, file_slice, VisibleInstants(timeline, as_of),
-                        reconcile)
-    if logs.expressions:
+    logs = _record_logs(storage, timeline, file_slice, as_of, reconcile)
+    if logs is None:
         return None
     if not logs.ordered:
         return pa.array([], pa.string())
@@ -359,6 +358,20 @@ class _DecodedLogs:
     ordered: list[pa.Table | _Deletes]
     #: Expression blocks: index in ``ordered`` -> column ops, applied at their log position.
     expressions: dict[int, dict[str, str]]
+
+
+def _record_logs(
+    storage: Storage,
+    timeline: Timeline,
+    file_slice: FileSlice,
+    as_of: str | None,
+    reconcile: ReconcileMode | str,
+) -> _DecodedLogs | None:
+    """The slice's log blocks visible as of ``as_of``, decoded; None when some are expression
+    blocks, which apply to the whole slice (so no per-key reading of the logs is exact)."""
+    logs = _decode_logs(storage, timeline, file_slice, VisibleInstants(timeline, as_of),
+                        reconcile)
+    return None if logs.expressions else logs
 
 
 def _decode_logs(
