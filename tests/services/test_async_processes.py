@@ -3,7 +3,8 @@
 The two processes interleave as the machine schedules them; what is asserted holds for
 every interleaving: the table ends with exactly the writer's last values, through hudisql
 and hudi-rs, and every log compaction that completed reads the same as the blocks it
-replaced (checked by the final rows and by reads as of every instant agreeing)."""
+replaced (checked by the final rows, and by the reads as of every instant: each is one whole
+write of the writer, and hudi-rs reads the same)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from hudisql.services.compaction import run_compaction
 from hudisql.services.log_compaction import run_log_compaction
 from hudisql.table.format.instant import Action
 from hudisql.table.table import HudiTable
-from tests.services.kit import mor_table, rows, rs_snapshots, snapshots
+from tests.services.kit import assert_readers_agree, mor_table, rows, write_instants
 
 WRITER = """
 import sys
@@ -36,6 +37,20 @@ for r in range(8):
     else:
         sys.exit(3)
 """
+
+
+def assert_whole_writes(path: Path) -> None:
+    """As of every write instant T (and now) the table holds exactly the last write
+    requested by T: the writer rewrites every key each round, so every row carries that
+    write's commit time, and hudi-rs reads the same where it reads by the same rule."""
+    snapshots = assert_readers_agree(path)
+    timeline = HudiTable.open(str(path)).timeline
+    deltacommits = [i.timestamp for i in timeline.completed([Action.DELTACOMMIT])
+                    if timeline.commit_metadata(i).operation_type in ("INSERT", "UPSERT")]
+    for ts in [*write_instants(path), ""]:
+        last = max(d for d in deltacommits if not ts or d <= ts)
+        assert {r["_hoodie_commit_time"] for r in snapshots[ts]} == {last}, ts
+        assert len(snapshots[ts]) == 6, ts
 
 
 def test_log_compactions_alongside_a_writer_process(tmp_path: Path) -> None:
@@ -63,7 +78,7 @@ def test_log_compactions_alongside_a_writer_process(tmp_path: Path) -> None:
     assert all(ts in completed for ts in done)
     assert timeline.pending([Action.LOGCOMPACTION]) == []
     assert {r["id"]: r["v"] for r in rows(path)} == {f"k{i}": f"p7-{i}" for i in range(6)}
-    assert rs_snapshots(path) == snapshots(path)
+    assert_whole_writes(path)
 
 
 def test_compactions_alongside_a_writer_process(tmp_path: Path) -> None:
@@ -82,4 +97,4 @@ def test_compactions_alongside_a_writer_process(tmp_path: Path) -> None:
     assert timeline.pending([Action.COMPACTION]) == []
     assert timeline.completed([Action.COMMIT])
     assert {r["id"]: r["v"] for r in rows(path)} == {f"k{i}": f"p7-{i}" for i in range(6)}
-    assert rs_snapshots(path) == snapshots(path)
+    assert_whole_writes(path)
