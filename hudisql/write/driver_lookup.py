@@ -13,7 +13,8 @@ records again, by file group. When the write has at most
    Spark lookup reads them (the merged slice: logs may add or delete keys);
 3. each slice keeps the stored keys that some record of its partition has (Arrow's
    ``is_in``, in the reading thread), and Spark joins the records to those (partition,
-   key, file id) rows, broadcast (no shuffle of the records for the lookup).
+   key, file id) rows, broadcast (no shuffle of the records for the lookup). The rows go
+   to Spark packed, a slice's keys as one array, and Spark's tasks explode them.
 
 The tags are those of the Spark lookup, row for row (a record matching a key stored in two
 file groups is tagged with both, as there). Measured on a 1M-row table (8 file groups) and
@@ -55,6 +56,9 @@ DEFAULT_MAX_RECORDS = 2_000_000
 MAX_SLICE_BYTES = 1 << 30
 #: Threads reading slices' keys (pyarrow decodes outside the GIL).
 _READERS = 4
+#: The most keys packed in one row of the matches handed to Spark, and that row's column.
+_PACK = 1 << 16
+_KEYS = "_hudisql_keys"
 
 
 def driver_lookup_max_records(options: Mapping[str, str], table_name: str) -> int:
@@ -110,17 +114,23 @@ def driver_located(staged: DataFrame, table: HudiTable, slices: Sequence[FileSli
 
     with ThreadPoolExecutor(min(_READERS, max(1, len(slices)))) as pool:
         found = [m for m in pool.map(matches, slices) if m is not None and len(m[1])]
-    columns: dict[str, list[str]] = {PARTITION_PATH: [], FILE_ID: []}
+    # Packed: one row per slice (per :data:`_PACK` keys), the keys as an array that Spark's
+    # tasks explode. Spark turns a local relation into rows one at a time on the driver:
+    # 100k (partition, key, file id) rows cost about 0.6 s more JVM CPU than 16 packed ones.
+    parts, ids, lists = [], [], []
     for file_slice, keys in found:
-        columns[PARTITION_PATH] += [file_slice.partition_path] * len(keys)
-        columns[FILE_ID] += [file_slice.file_id] * len(keys)
-    rows = pa.table({
-        PARTITION_PATH: pa.array(columns[PARTITION_PATH], pa.string()),
-        RECORD_KEY: pa.concat_arrays([k for _, k in found]) if found else pa.array(
-            [], pa.string()),
-        FILE_ID: pa.array(columns[FILE_ID], pa.string())})
+        for start in range(0, len(keys), _PACK):
+            parts.append(file_slice.partition_path)
+            ids.append(file_slice.file_id)
+            lists.append(keys.slice(start, _PACK))
+    offsets = np.cumsum([0, *(len(k) for k in lists)], dtype=np.int32)
+    values = pa.concat_arrays(lists) if lists else pa.array([], pa.string())
+    packed = pa.table({PARTITION_PATH: pa.array(parts, pa.string()),
+                       FILE_ID: pa.array(ids, pa.string()),
+                       _KEYS: pa.ListArray.from_arrays(pa.array(offsets), values)})
     frame = staged.sparkSession.createDataFrame(
-        rows, schema=f"`{PARTITION_PATH}` string, `{RECORD_KEY}` string, `{FILE_ID}` string")
+        packed, schema=f"`{PARTITION_PATH}` string, `{FILE_ID}` string, `{_KEYS}` array<string>"
+    ).select(PARTITION_PATH, F.explode(_KEYS).alias(RECORD_KEY), FILE_ID)
     return F.broadcast(frame)
 
 
