@@ -159,12 +159,24 @@ def _stamp(
         # Rows carried over from an earlier file keep the instant and seqno that wrote them;
         # only the others get new ones (a rewrite carries most rows over).
         old_times = records.column(COMMIT_TIME).cast(pa.string()).combine_chunks()
-        fresh = pc.is_null(old_times)
-        rows = np.flatnonzero(fresh.to_numpy(zero_copy_only=False))
-        commit_times = pc.replace_with_mask(
-            old_times, fresh, pa.repeat(pa.scalar(instant_time, pa.string()), len(rows)))
-        seqnos = pc.replace_with_mask(records.column(SEQNO).cast(pa.string()).combine_chunks(),
-                                      fresh, new_seqnos(rows))
+        old_seqnos = records.column(SEQNO).cast(pa.string())
+        fresh_count = old_times.null_count
+        carried = n - fresh_count
+        if fresh_count and old_times.slice(carried).null_count == fresh_count:
+            # The new rows follow the carried ones (a small file taking inserts): the
+            # carried values as they are, the new ones appended (no copy of the carried).
+            commit_times = pa.chunked_array([
+                old_times.slice(0, carried),
+                pa.repeat(pa.scalar(instant_time, pa.string()), fresh_count)])
+            seqnos = pa.chunked_array([
+                *old_seqnos.slice(0, carried).chunks,
+                new_seqnos(np.arange(carried, n, dtype=np.int64))], pa.string())
+        else:
+            fresh = pc.is_null(old_times)
+            rows = np.flatnonzero(fresh.to_numpy(zero_copy_only=False))
+            commit_times = pc.replace_with_mask(
+                old_times, fresh, pa.repeat(pa.scalar(instant_time, pa.string()), len(rows)))
+            seqnos = pc.replace_with_mask(old_seqnos.combine_chunks(), fresh, new_seqnos(rows))
     else:
         seqnos = new_seqnos(np.arange(n, dtype=np.int64))
         commit_times = pa.repeat(pa.scalar(instant_time, pa.string()), n)

@@ -224,9 +224,13 @@ def copy_on_write_merge(table: HudiTable, work: SliceWrite) -> CopyOnWriteMerge:
         order = np.concatenate([order, np.arange(start, start + inserts.num_rows,
                                                  dtype=np.int64)])
     merged = pa.concat_tables([stored, *pieces])
-    # A take of one chunk is several times faster; string data past 2 GiB stays chunked.
-    with contextlib.suppress(pa.ArrowInvalid, pa.ArrowCapacityError):
-        merged = merged.combine_chunks()
-    return CopyOnWriteMerge(merged.take(pa.array(order)), winners.num_rows,
+    if len(spots) or removed.any():
+        # A take of one chunk is several times faster; string data past 2 GiB stays chunked.
+        with contextlib.suppress(pa.ArrowInvalid, pa.ArrowCapacityError):
+            merged = merged.combine_chunks()
+        merged = merged.take(pa.array(order))
+    # else the order is the stored rows then the inserts: ``merged`` as it is (no copy; a
+    # small file taking inserts and no updates, the common rewrite).
+    return CopyOnWriteMerge(merged, winners.num_rows,
                             int(removed.sum()), stored, np.asarray(spots), winners, removed,
                             inserts)
