@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql.types import StructField, StructType
 
+from hudisql.read.dataframe_reader import data_source_only
 from hudisql.read.datasource import spark_schema
 from hudisql.read.local import LOCAL_MAX_BYTES, local_frame, max_bytes
 from hudisql.read.log_merge import MergedSlice, merged_frames
@@ -234,7 +235,8 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
         reader = reader.option(AS_OF_INSTANT, plan.snapshot).option(SLICES, plan.slices_option())
         # Given the schema, Spark needs no Python worker to ask the data source for it.
         reader = reader.schema(schema or full)
-        parts.append(reader.load(path).select(*columns))
+        with data_source_only():
+            parts.append(reader.load(path).select(*columns))
     frame = parts[0]
     for part in parts[1:]:
         frame = frame.unionByName(part)
