@@ -39,7 +39,7 @@ from pyspark.sql.types import StructField, StructType
 from hudisql.read.dataframe_reader import data_source_only
 from hudisql.read.datasource import spark_schema
 from hudisql.read.local import LOCAL_MAX_BYTES, local_frame, max_bytes
-from hudisql.read.log_merge import MergedSlice, merged_frames
+from hudisql.read.log_merge import MergedSlice, base_read, merged_frames
 from hudisql.read.options import (
     AS_OF_INSTANT,
     SLICES,
@@ -225,8 +225,19 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
                             plan.selection.predicates, budget)
         if local is not None:
             return local if columns == full.fieldNames() else local.select(*columns)
-    resolve_logs(table, plan, columns)
-    parts += merged_frames(spark, _plain(full), columns, plan.base_files, plan.merged)
+    ahead = None
+    if plan.pending:
+        # The logs are resolved (pyarrow work, mostly free of the GIL) while Spark analyses
+        # the read of the base files they will most likely all be merged with.
+        files = plan.base_files + [table.storage.uri(s.base_file.path)
+                                   for s in plan.pending if s.base_file is not None]
+        with ThreadPoolExecutor(max_workers=1) as background:
+            resolving = background.submit(resolve_logs, table, plan, columns)
+            try:
+                ahead = base_read(spark, _plain(full), columns, files)
+            finally:
+                resolving.result()
+    parts += merged_frames(spark, _plain(full), columns, plan.base_files, plan.merged, ahead)
     if plan.whole or not parts:
         reader = spark.read.format("hudi")
         for key, value in options.items():
