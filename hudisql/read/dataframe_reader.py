@@ -136,6 +136,8 @@ def _as_data_source(frame: DataFrame, schema: StructType) -> DataFrame:
     if not schema.fields or not schema.fields[0].metadata:
         return frame
     first = schema.fields[0].name
+    if "." not in first and "`" not in first:
+        return frame.withMetadata(first, schema.fields[0].metadata)  # (one JVM round trip)
 
     def column(name: str) -> Column:
         return F.col("`" + name.replace("`", "``") + "`")
