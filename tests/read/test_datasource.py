@@ -66,6 +66,22 @@ def test_one_input_partition_per_file_slice(hudi_session: HudiSession,
     assert df.rdd.getNumPartitions() == len(HudiTable.open(str(fixture_table)).file_slices())
 
 
+def test_a_snapshot_load_is_read_by_spark_parquet_with_the_data_sources_rows(
+        hudi_session: HudiSession) -> None:
+    path = str(table_path(TRIPS))
+    spark = hudi_session.spark
+    routed = spark.read.format("hudi").load(path)
+    alone = spark.read.format("hudi").option(ONLY_SOURCE, "false").load(path)
+    assert "FileScan parquet" in _plan(routed)
+    assert "FileScan parquet" not in _plan(alone)
+    assert routed.schema == alone.schema
+    assert spark_rows(routed) == spark_rows(alone)
+    # Time travel (read-optimized loads: test_query_types.py, against the table core).
+    before = spark.read.format("hudi").option("as.of.instant", TRIPS_FIRST_COMMIT)
+    assert spark_rows(before.load(path)) == spark_rows(
+        before.option(ONLY_SOURCE, "false").load(path))
+
+
 def test_schema_is_the_tables_with_the_path_in_metadata(hudi_session: HudiSession) -> None:
     path = str(table_path(TRIPS))
     schema = hudi_session.spark.read.format("hudi").load(path).schema
