@@ -48,11 +48,13 @@ this process), the steadier figure under load.
 Issue 29's scans (:func:`scan_figures`, also alone with ``--scans-only``): a full scan of
 an upserted MOR table, through ``spark.read.format("hudi")`` and ``t.read()``, against Spark
 reading plain parquet of the same rows (goal <= 1.5) and against hudi-rs (goal <= 1.0),
-and a read-optimized scan against plain parquet of the base files' rows (reported). Two
-floors: Spark's plain parquet scan / hudi-rs (no Spark read of the rows beats that scan),
-and a bare Python data source handing Spark the same rows, every column, from memory /
-plain parquet (``spark.read.format("hudi")`` is a Python data source: Spark prunes none of
-its columns, so it hands over the meta columns too).
+and a read-optimized scan against plain parquet of the base files' rows (reported).
+``spark.read.format("hudi").load(path)`` is planned as ``t.read()``
+(:mod:`hudisql.read.dataframe_reader`); the ``hudi`` Python data source alone
+(``hudisql.read.direct.parquet=false``) is reported too. Two floors: Spark's plain parquet
+scan / hudi-rs (no Spark read of the rows beats that scan), and a bare Python data source
+handing Spark the same rows, every column, from memory / plain parquet (Spark prunes none
+of a Python data source's columns, so it hands over the meta columns too).
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ from pyspark.sql.types import StructType
 
 import hudisql
 from hudisql.read.datasource import pack_slices, read_slice_batches, spark_schema
+from hudisql.read.options import DIRECT_PARQUET
 from hudisql.read.snapshot import SPLIT_TOUCHED
 from hudisql.table.format.commit_metadata import NULL_COMMIT
 from hudisql.table.table import HudiTable
@@ -574,6 +577,8 @@ def scan_figures(session: Any, work: Path, args: argparse.Namespace
         len(pack_slices(core.file_slices())), final_rows))
     reads: dict[str, Callable[[], object]] = {
         "source": lambda: scan(spark.read.format("hudi").load(path)),
+        "source_alone": lambda: scan(spark.read.format("hudi").option(
+            DIRECT_PARQUET, "false").load(path)),
         "read": lambda: scan(handle.read()),
         "read_python": lambda: scan(handle.read(**{SPLIT_TOUCHED: "false"})),
         "parquet": lambda: scan(spark.read.parquet(plain)),
@@ -597,6 +602,8 @@ def scan_figures(session: Any, work: Path, args: argparse.Namespace
         ("read-optimized scan vs parquet", best["ro"], best["parquet_ro"], "(reported)"),
         ("t.read(), logs merged in Python, vs parquet", best["read_python"], best["parquet"],
          f"(reported: {SPLIT_TOUCHED}=false)"),
+        ("spark.read.format, the data source alone, vs parquet", best["source_alone"],
+         best["parquet"], f"(reported: {DIRECT_PARQUET}=false)"),
         # The floors: no Spark read of these rows is faster than Spark's plain parquet scan,
         # and spark.read.format("hudi"), a Python data source (Spark prunes none of its
         # columns), no faster than handing Spark every column of these rows from memory.

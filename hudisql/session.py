@@ -150,8 +150,10 @@ def _ship_package(spark: SparkSession) -> None:
 def register_data_source(spark: SparkSession) -> None:
     """Register the ``hudi`` Python data source with ``spark`` (idempotent).
 
-    Reads go to the data source; ``df.write.format("hudi").save()`` is routed to the Spark
-    write pipeline (see :mod:`hudisql.write.dataframe_writer`).
+    Reads go to the data source, except a snapshot or read-optimized ``load(path)``, routed
+    to the plan of ``t.read()`` (:mod:`hudisql.read.dataframe_reader`);
+    ``df.write.format("hudi").save()`` is routed to the Spark write pipeline (see
+    :mod:`hudisql.write.dataframe_writer`).
     """
     from hudisql.read.datasource import HudiDataSource
     from hudisql.write.dataframe_writer import install
@@ -161,6 +163,9 @@ def register_data_source(spark: SparkSession) -> None:
     from hudisql.write.stream_sink import install as install_streams
 
     install_streams(_bind_stream, connect=is_connect(spark))
+    from hudisql.read.dataframe_reader import install as install_reads
+
+    install_reads(spark, connect=is_connect(spark))
 
 
 def _live_sessions(spark: SparkSession) -> list[HudiSession]:

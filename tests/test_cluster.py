@@ -3,10 +3,10 @@
 The master and worker are started with ``bin/spark-class`` from the pyspark package
 (``SPARK_HOME`` = that package), on free ports, logging to a temporary directory. A driver
 in its own process connects with ``spark.master=spark://...``, writes (an upsert as Spark
-jobs) and reads back through the ``hudi`` data source. The worker's environment does not
-hold this checkout, so executors can only import hudisql from the zip that
-``hudisql.connect()`` ships with ``addPyFile``. Master and worker are stopped whatever
-happens.
+jobs) and reads back, planned as ``t.read()`` and through the ``hudi`` data source. The
+worker's environment does not hold this checkout, so executors can only import hudisql
+from the zip that ``hudisql.connect()`` ships with ``addPyFile``. Master and worker are
+stopped whatever happens.
 """
 
 from __future__ import annotations
@@ -57,9 +57,13 @@ try:
     update = [("k1", 2, "sf", 100.0), ("k9", 2, "nyc", 9.0)]
     handle.upsert(spark.createDataFrame(update, "id string, ts long, city string, fare double"))
     got = spark.read.format("hudi").load(path).select("id", "city", "fare").collect()
+    # The data source itself on the executors (a plain load is planned as t.read()).
+    by_source = spark.read.format("hudi").option("hudisql.read.direct.parquet", "false").load(
+        path).select("id", "city", "fare").collect()
     where = spark.sparkContext.parallelize([0], 1).map(
         lambda _: __import__("hudisql").__file__).collect()
     print("RESULT" + json.dumps({"rows": sorted([r.id, r.city, r.fare] for r in got),
+                                 "by_source": sorted([r.id, r.city, r.fare] for r in by_source),
                                  "executor_hudisql": where[0],
                                  "master": spark.sparkContext.master}))
 finally:
@@ -155,4 +159,4 @@ def test_write_and_read_on_a_standalone_cluster(standalone: str, tmp_path: Path)
     assert ".zip" in out["executor_hudisql"] and str(REPO) not in out["executor_hudisql"]
     expected = [[f"k{i}", "sf" if i % 2 else "nyc", float(i)] for i in range(6)]
     expected[1] = ["k1", "sf", 100.0]
-    assert out["rows"] == sorted([*expected, ["k9", "nyc", 9.0]])
+    assert out["rows"] == sorted([*expected, ["k9", "nyc", 9.0]]) == out["by_source"]

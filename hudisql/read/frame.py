@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from hudisql.read.dataframe_reader import data_source_only
 from hudisql.read.local import LOCAL_MAX_BYTES
 from hudisql.read.options import (
     AS_OF_INSTANT,
@@ -85,7 +86,8 @@ def read_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, str]
             reader = reader.option(WHERE, where)
         if schema is not None:
             reader = reader.schema(schema)
-        frame = reader.load(table.base_path)
+        with data_source_only():
+            frame = reader.load(table.base_path)
     return frame if where is None or not filter_rows else frame.where(where)
 
 

@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql.types import StructField, StructType
 
+from hudisql.read.dataframe_reader import data_source_only
 from hudisql.read.datasource import spark_schema
 from hudisql.read.local import LOCAL_MAX_BYTES, local_frame, max_bytes
-from hudisql.read.log_merge import MergedSlice, merged_frames
+from hudisql.read.log_merge import MergedSlice, base_read, merged_frames
 from hudisql.read.options import (
     AS_OF_INSTANT,
     SLICES,
@@ -224,8 +225,19 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
                             plan.selection.predicates, budget)
         if local is not None:
             return local if columns == full.fieldNames() else local.select(*columns)
-    resolve_logs(table, plan, columns)
-    parts += merged_frames(spark, _plain(full), columns, plan.base_files, plan.merged)
+    ahead = None
+    if plan.pending:
+        # The logs are resolved (pyarrow work, mostly free of the GIL) while Spark analyses
+        # the read of the base files they will most likely all be merged with.
+        files = plan.base_files + [table.storage.uri(s.base_file.path)
+                                   for s in plan.pending if s.base_file is not None]
+        with ThreadPoolExecutor(max_workers=1) as background:
+            resolving = background.submit(resolve_logs, table, plan, columns)
+            try:
+                ahead = base_read(spark, _plain(full), columns, files)
+            finally:
+                resolving.result()
+    parts += merged_frames(spark, _plain(full), columns, plan.base_files, plan.merged, ahead)
     if plan.whole or not parts:
         reader = spark.read.format("hudi")
         for key, value in options.items():
@@ -234,7 +246,8 @@ def snapshot_frame(spark: SparkSession, table: HudiTable, options: Mapping[str, 
         reader = reader.option(AS_OF_INSTANT, plan.snapshot).option(SLICES, plan.slices_option())
         # Given the schema, Spark needs no Python worker to ask the data source for it.
         reader = reader.schema(schema or full)
-        parts.append(reader.load(path).select(*columns))
+        with data_source_only():
+            parts.append(reader.load(path).select(*columns))
     frame = parts[0]
     for part in parts[1:]:
         frame = frame.unionByName(part)

@@ -20,6 +20,8 @@ from tests.fixtures import table_path
 pytestmark = pytest.mark.spark
 
 TRIPS = "v6_trips_8i1u"
+#: The load option that reads through the data source alone.
+ONLY_SOURCE = "hudisql.read.direct.parquet"
 TRIPS_FIRST_COMMIT = "20250331030642808"
 
 
@@ -58,8 +60,26 @@ def test_every_fixture_reads_as_hudisql_and_hudi_rs_read_it(
 
 def test_one_input_partition_per_file_slice(hudi_session: HudiSession,
                                             fixture_table: Path) -> None:
-    df = hudi_session.spark.read.format("hudi").load(str(fixture_table))
+    # The data source itself (a plain load is planned as t.read(): hudisql.read.frame).
+    df = hudi_session.spark.read.format("hudi").option(ONLY_SOURCE, "false").load(
+        str(fixture_table))
     assert df.rdd.getNumPartitions() == len(HudiTable.open(str(fixture_table)).file_slices())
+
+
+def test_a_snapshot_load_is_read_by_spark_parquet_with_the_data_sources_rows(
+        hudi_session: HudiSession) -> None:
+    path = str(table_path(TRIPS))
+    spark = hudi_session.spark
+    routed = spark.read.format("hudi").load(path)
+    alone = spark.read.format("hudi").option(ONLY_SOURCE, "false").load(path)
+    assert "FileScan parquet" in _plan(routed)
+    assert "FileScan parquet" not in _plan(alone)
+    assert routed.schema == alone.schema
+    assert spark_rows(routed) == spark_rows(alone)
+    # Time travel (read-optimized loads: test_query_types.py, against the table core).
+    before = spark.read.format("hudi").option("as.of.instant", TRIPS_FIRST_COMMIT)
+    assert spark_rows(before.load(path)) == spark_rows(
+        before.option(ONLY_SOURCE, "false").load(path))
 
 
 def test_schema_is_the_tables_with_the_path_in_metadata(hudi_session: HudiSession) -> None:
@@ -125,10 +145,12 @@ def test_integer_partition_column_of_a_non_hive_style_table(hudi_session: HudiSe
     expected = hudisql.read_table(path).to_pylist()
     values = sorted({r["byteField"] for r in expected})
     predicate = f"byteField = {values[0]}"
+    wanted = sorted(r["id"] for r in expected if r["byteField"] == values[0])
+    source = _where(hudi_session, predicate).option(ONLY_SOURCE, "false").load(path)
+    assert source.where(predicate).rdd.getNumPartitions() == 1
+    assert sorted(r.id for r in source.where(predicate).collect()) == wanted
     picked = _where(hudi_session, predicate).load(path).where(predicate)
-    assert picked.rdd.getNumPartitions() == 1
-    assert sorted(r.id for r in picked.collect()) == sorted(
-        r["id"] for r in expected if r["byteField"] == values[0])
+    assert sorted(r.id for r in picked.collect()) == wanted
 
 
 def test_as_of_instant_reads_the_table_before_the_update(hudi_session: HudiSession) -> None:
