@@ -91,6 +91,8 @@ class Timeline:
             self._files.setdefault(f.timestamp, {})[f.file_name] = f
         self._instants: list[Instant] | None = None
         self._by_time: dict[str, Instant] = {}
+        self._boundary: str | None = None
+        self._state: frozenset[str] | None = None
         self._rolled_back: set[str] | None = None
 
     @classmethod
@@ -121,7 +123,22 @@ class Timeline:
                 latest = [max(files.values()) for files in self._files.values() if files]
                 self._instants = sorted(latest)
                 self._by_time = {i.timestamp: i for i in self._instants}
+                self._boundary = next(
+                    (i.timestamp for i in self._instants
+                     if i.action in WRITE_ACTIONS or i.action in COMMIT_ACTIONS), None)
+                self._state = frozenset(
+                    name for files in self._files.values() for name in files)
             return self._instants, self._by_time
+
+    def state(self) -> frozenset[str]:
+        """The names of every instant file of this timeline as loaded and written through
+        it: two timelines of one table with the same state agree on every instant's state,
+        completion time and contents (a state file is never rewritten), so what is derived
+        from the timeline alone can be kept under this key."""
+        with self._lock:
+            self._index()
+            assert self._state is not None
+            return self._state
 
     @property
     def instants(self) -> list[Instant]:
@@ -198,10 +215,9 @@ class Timeline:
         only completed writes (and the cleans and rollbacks among them) out, so every write
         instant older than this one was archived. Savepoints, indexing and restores stay
         active, so they do not count."""
-        for instant in self._index()[0]:
-            if instant.action in WRITE_ACTIONS or instant.action in COMMIT_ACTIONS:
-                return instant.timestamp
-        return None
+        with self._lock:
+            self._index()
+            return self._boundary
 
     def is_completed(self, timestamp: str) -> bool:
         """True when the instant at ``timestamp`` completed.
