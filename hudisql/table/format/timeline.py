@@ -21,6 +21,7 @@ from __future__ import annotations
 import posixpath
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 
 from hudisql.errors import (
     CorruptTableError,
@@ -63,6 +64,26 @@ METADATA_TABLE_DIR = ".hoodie/metadata"
 _MAX_TIME_ATTEMPTS = 5
 
 
+#: (file name, layout, modification time) -> the instant it records, for every load of the
+#: process: a statement loads its table's timeline about ten times, and an Instant is
+#: immutable. Cleared when full.
+_PARSED: dict[tuple[str, int, datetime | None], Instant | None] = {}
+_KEPT_INSTANTS = 100_000
+
+
+def _parsed_instant(name: str, layout: int, mtime: datetime | None) -> Instant | None:
+    key = (name, layout, mtime)
+    try:
+        return _PARSED[key]
+    except KeyError:
+        pass
+    instant = parse_instant_file_name(name, layout, mtime)
+    if len(_PARSED) >= _KEPT_INSTANTS:
+        _PARSED.clear()
+    _PARSED[key] = instant
+    return instant
+
+
 def _action_set(actions: Iterable[str] | None) -> frozenset[str] | None:
     if actions is None:
         return None
@@ -103,7 +124,7 @@ class Timeline:
         for info in storage.list_dir(props.timeline_dir):
             if info.is_dir:
                 continue
-            instant = parse_instant_file_name(info.name, layout, info.mtime)
+            instant = _parsed_instant(info.name, layout, info.mtime)
             if instant is not None:
                 files.append(instant)
         return cls(storage, props, files)
@@ -120,8 +141,10 @@ class Timeline:
     def _index(self) -> tuple[list[Instant], dict[str, Instant]]:
         with self._lock:
             if self._instants is None:
-                latest = [max(files.values()) for files in self._files.values() if files]
-                self._instants = sorted(latest)
+                # Instant's order is its _key; sorting by it spares a Python __lt__ per compare.
+                latest = [max(files.values(), key=Instant._key)
+                          for files in self._files.values() if files]
+                self._instants = sorted(latest, key=Instant._key)
                 self._by_time = {i.timestamp: i for i in self._instants}
                 self._boundary = next(
                     (i.timestamp for i in self._instants
