@@ -84,6 +84,15 @@ def _parsed_instant(name: str, layout: int, mtime: datetime | None) -> Instant |
     return instant
 
 
+def list_instant_files(storage: Storage, props: TableProperties) -> list[Instant]:
+    """Every instant file of the table's active timeline, from one listing of its folder,
+    in the order instants sort (parses kept as :meth:`Timeline.load` keeps them)."""
+    layout = props.timeline_layout
+    found = [_parsed_instant(info.name, layout, info.mtime)
+             for info in storage.list_dir(props.timeline_dir) if not info.is_dir]
+    return sorted((i for i in found if i is not None), key=Instant._key)
+
+
 def _action_set(actions: Iterable[str] | None) -> frozenset[str] | None:
     if actions is None:
         return None
