@@ -8,7 +8,10 @@ settings, not by N), and a point query and a ``count(*)`` at commits 25, N/2 and
 ``--profile`` it also profiles commit 12 and the last commit (cProfile, top functions by
 cumulative time; both UPDATEs when the commit count is a multiple of 4, so that their
 function-call counts, which the machine's load does not change, compare the work done).
-The machine's load is printed with the figures.
+The machine's load is printed with the figures. With ``--compare`` it profiles every commit of
+the first 25 and of the last 25 and prints the functions whose call counts grew most between
+the two windows (calls do not depend on the load, so this says what grows with the table's
+age: more log files, more instants, more services).
 
 Run: ``.venv/bin/python benchmarks/bench_history.py --commits 400``
 (``--commits`` defaults to the issue's 2,000; ``--no-services`` turns automatic clean and
@@ -90,12 +93,36 @@ def _profile(session: Any, sql: str, label: str) -> float:
     return took
 
 
+def _window_growth(first: cProfile.Profile, last: cProfile.Profile, top: int = 30) -> None:
+    """Print the functions whose call counts grew most from the first window to the last."""
+    def by_function(profile: cProfile.Profile) -> dict[str, tuple[int, float]]:
+        out: dict[str, tuple[int, float]] = {}
+        stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+        for (path, line, name), row in stats.items():
+            key = f"{'/'.join(path.split('/')[-2:])}:{line}({name})"
+            calls, cumulative = out.get(key, (0, 0.0))
+            out[key] = (calls + row[1], cumulative + row[3])
+        return out
+
+    a, b = by_function(first), by_function(last)
+    total_a, total_b = sum(c for c, _ in a.values()), sum(c for c, _ in b.values())
+    print(f"--- function calls of the first 25 commits {total_a}, of the last 25 {total_b} "
+          f"(x{total_b / max(total_a, 1):.2f}); most grown (calls first -> last, cumulative "
+          "seconds first -> last) ---")
+    grown = sorted(set(a) | set(b), key=lambda k: a.get(k, (0, 0.0))[0] - b.get(k, (0, 0.0))[0])
+    for key in grown[:top]:
+        (ca, ta), (cb, tb) = a.get(key, (0, 0.0)), b.get(key, (0, 0.0))
+        print(f"{ca:9d} -> {cb:9d}   {ta:7.3f} -> {tb:7.3f} s   {key}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--commits", type=int, default=2000, help="commits to make")
     parser.add_argument("--no-services", action="store_true",
                         help="hoodie.clean.automatic=false and hoodie.archive.automatic=false")
     parser.add_argument("--profile", action="store_true", help="profile commit 12 and the last")
+    parser.add_argument("--compare", action="store_true",
+                        help="profile the first and last 25 commits; print what grew")
     parser.add_argument("--table-version", type=int, default=None,
                         help="hoodie.write.table.version of the tables (default: hudisql's)")
     parser.add_argument("--warmup", type=int, default=25,
@@ -127,11 +154,20 @@ def main() -> None:
     checkpoints = {25, n_commits // 2, n_commits}
     times: list[float] = []
     inserted = 0
+    windows = {"first": cProfile.Profile(), "last": cProfile.Profile()}
     started = time.perf_counter()
     for n in range(1, n_commits + 1):
         sql, inserted = _statement(n, inserted)
+        window = None if not args.compare else (
+            "first" if n <= 25 else "last" if n > n_commits - 25 else None)
         if args.profile and n in (12, n_commits):
             times.append(_profile(session, sql, f"commit {n}"))
+        elif window is not None:
+            start = time.perf_counter()
+            windows[window].enable()
+            session.sql(sql)
+            windows[window].disable()
+            times.append(time.perf_counter() - start)
         else:
             start = time.perf_counter()
             session.sql(sql)
@@ -153,6 +189,8 @@ def main() -> None:
           f"{last / first:.2f} (goal <= 1.2)")
     print(f"files under .hoodie at the end: {everything} (active instant files {active}); "
           f"total {time.perf_counter() - started:.0f} s; end: {_load()}")
+    if args.compare:
+        _window_growth(windows["first"], windows["last"])
     session.close()
 
 

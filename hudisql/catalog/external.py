@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from hudisql.catalog.entry import TimelineSummary
 from hudisql.table.format.commit_metadata import CommitMetadata
-from hudisql.table.format.instant import Instant, parse_instant_file_name
+from hudisql.table.format.instant import Instant
 from hudisql.table.format.properties import TableProperties
+from hudisql.table.format.timeline import list_instant_files
 from hudisql.table.io.storage import Storage
 
 #: Properties not worth copying into the catalog (the checksum is the file's own business).
@@ -30,20 +31,12 @@ class TableState:
     timeline: TimelineSummary
 
 
-def _instants(storage: Storage, props: TableProperties) -> list[Instant]:
-    out = []
-    for status in storage.list_dir(props.timeline_dir):
-        if status.is_dir:
-            continue
-        instant = parse_instant_file_name(status.name, props.timeline_layout)
-        if instant is not None:
-            out.append(instant)
-    return sorted(out)
-
-
 def timeline_summary(storage: Storage, props: TableProperties) -> TimelineSummary:
     """The timeline's summary from one listing of its folder; ``marker`` names its file set."""
-    instants = _instants(storage, props)
+    return _summary(list_instant_files(storage, props))
+
+
+def _summary(instants: list[Instant]) -> TimelineSummary:
     completed = [i for i in instants if i.is_completed]
     latest: dict[str, Instant] = {}
     for instant in instants:
@@ -71,8 +64,8 @@ def read_table_state(location: str) -> TableState:
     """
     storage = Storage(location)
     props = TableProperties.load(storage)
-    instants = _instants(storage, props)
-    summary = timeline_summary(storage, props)
+    instants = list_instant_files(storage, props)
+    summary = _summary(instants)
     schema = props.create_schema
     for instant in reversed(instants):
         if instant.is_completed and instant.is_write:

@@ -323,6 +323,33 @@ def test_v8_log_of_a_pending_deltacommit_is_ignored(writable_table: Copy) -> Non
     assert _shape(_slices(root)) == _shape(_slices(table_path("v8_trips_8i1u")))
 
 
+def test_kept_file_groups_follow_the_timeline(writable_table: Copy) -> None:
+    # Views keep a partition's groups per listing and timeline state: completing an instant
+    # whose files were already listed must change the answer although the listing did not.
+    root = writable_table("v8_trips_8i1u")
+    timeline = root / ".hoodie" / "timeline"
+    done = next(timeline.glob("*_*.deltacommit"))
+    before = _shape(_slices(root))
+    pending = "20250713011920000"
+    _v8_commit(root, pending, completed=False, action="deltacommit")
+    log = f".{V8_SF}_{pending}.log.1_0-1-1"
+    _copy_parquet(root, f"city=san_francisco/.{V8_SF}_{V8_LOG_INSTANT}.log.1_0-265-414",
+                  f"city=san_francisco/{log}")
+    assert _shape(_slices(root)) == _shape(_slices(root)) == before
+    shutil.copyfile(done, timeline / f"{pending}_{pending[:-3]}999.deltacommit")
+    (sf,) = HudiTable.open(root).file_slices(partitions=["city=san_francisco"])
+    assert [lf.name for lf in sf.log_files][-1] == log
+    # A pending compaction's base file is not seen until the compaction completes.
+    compaction = "20250713011930000"
+    _v8_commit(root, compaction, completed=False)
+    _copy_parquet(root, V8_SF_BASE, f"city=san_francisco/{V8_SF}_0-1-1_{compaction}.parquet")
+    assert HudiTable.open(root).file_slices(partitions=["city=san_francisco"]) == [sf]
+    _v8_commit(root, compaction)  # now completed
+    (new,) = HudiTable.open(root).file_slices(partitions=["city=san_francisco"])
+    assert (new.base_instant, new.log_files) == (compaction, ())
+    assert _shape(_slices(root)) == _hudi_shape(root)
+
+
 def _archive_v8_deltacommits(root: Path, manifest: str | None = None) -> None:
     """Move both fixture deltacommits of ``root`` into a hand-built LSM history."""
     timeline = root / ".hoodie" / "timeline"

@@ -13,13 +13,25 @@ latest visible base file whose instant is no later than that deltacommit's *comp
 time (Hudi 1.x's ``HoodieFileGroup.getBaseInstantTime``): a deltacommit that started before
 a compaction was planned but finished after it wrote logs the plan does not hold, so they
 belong on the compaction's new slice.
+
+Every statement builds several views (a write's tagging, its commit, the clean after it),
+and a merge-on-read table that is not compacted gathers a log file per deltacommit, so the
+views' work per file grew with the table's age. Two caches keep it down, neither ever
+stale: a file's parsed name is kept per name and size (a name never changes meaning), and a
+partition's file groups are kept per view inputs: the partition's listing (paths and
+sizes), the timeline's state (:meth:`Timeline.state`: its instant file names, so a new
+instant, a state change, a rollback, a completed compaction or an archived instant is a new
+key), the LSM history's listing on versions 8 and 9 (archived completion times), the
+table version, ``as_of`` and the hidden instants. The views of one table state share the
+groups; a new state builds them again.
 """
 
 from __future__ import annotations
 
 import bisect
 import posixpath
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -46,6 +58,16 @@ PARTITION_METAFILE = ".hoodie_partition_metadata"
 
 # Actions whose completed instants replace file groups (clustering, insert overwrite).
 _REPLACE_ACTIONS = (Action.REPLACECOMMIT, Action.CLUSTERING)
+
+#: The most listed files whose partitions' groups the process keeps (module notes).
+_KEPT_FILES = 200_000
+#: (view inputs) -> the partition's file groups, least recently used first.
+_GROUPS: OrderedDict[tuple[object, ...], tuple[FileGroup, ...]] = OrderedDict()
+_GROUPS_FILES = [0]
+#: (path, size) -> the parsed data file (None: not a base or log file), for every view.
+_PARSED: dict[tuple[str, int], BaseFile | LogFile | None] = {}
+_KEPT_NAMES = 200_000
+_CACHE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -188,6 +210,10 @@ class FileSystemView:
         self._log_names_writer = props.version >= 8
         self._completion_times: dict[str, str] | None = None
         self._archived = ArchivedCompletionTimes(storage, props)
+        # The timeline's state when the view was made: groups are kept and taken only while
+        # the timeline (which writes through it change) is still in that state.
+        self._state = timeline.state()
+        self._history: tuple[object, ...] | None = None
         self._listing: dict[str, list[FileStatus]] | None = None
         self._partition_listing: dict[str, list[FileStatus]] = {}
         self._replaced: set[tuple[str, str]] | None = None
@@ -265,7 +291,7 @@ class FileSystemView:
         replaced = self.replaced_file_groups()
         groups: list[FileGroup] = []
         for part in partitions:
-            for group in self._build_groups(part, self._partition_files(part)):
+            for group in self._groups_of(part):
                 if (group.partition_path, group.file_id) not in replaced:
                     groups.append(group)
         return groups
@@ -274,18 +300,51 @@ class FileSystemView:
         """The newest visible slice of every visible, non-replaced file group."""
         return [group.latest_slice for group in self.file_groups(partition)]
 
+    def _groups_of(self, partition: str) -> tuple[FileGroup, ...]:
+        """The partition's file groups (replaced ones too), kept for views of the same
+        inputs (module notes)."""
+        files = self._partition_files(partition)
+        if self.timeline.state() is not self._state:  # written through since: not kept
+            return tuple(self._build_groups(partition, files))
+        key = (self.storage.base_uri, partition, self.props.version, self.as_of,
+               self.visible.hidden, self._state, self._history_state(),
+               tuple([(f.path, f.size) for f in files]))
+        with _CACHE_LOCK:
+            found = _GROUPS.get(key)
+            if found is not None:
+                _GROUPS.move_to_end(key)
+                return found
+        groups = tuple(self._build_groups(partition, files))
+        with _CACHE_LOCK:
+            if key not in _GROUPS:
+                _GROUPS[key] = groups
+                _GROUPS_FILES[0] += len(files)
+                while _GROUPS_FILES[0] > _KEPT_FILES and len(_GROUPS) > 1:
+                    dropped, _ = _GROUPS.popitem(last=False)
+                    _GROUPS_FILES[0] -= len(dropped[-1])  # type: ignore[arg-type]
+        return groups
+
+    def _history_state(self) -> tuple[object, ...]:
+        # Versions 8 and 9 slice logs of archived deltacommits by completion times read from
+        # the LSM history: its listing is part of a kept answer's inputs.
+        if self._history is None:
+            self._history = () if not self._log_names_writer else tuple(
+                (s.name, s.size, s.mtime)
+                for s in self.storage.list_dir(self.props.archive_dir) if not s.is_dir)
+        return self._history
+
     def _build_groups(self, partition: str, files: Iterable[FileStatus]) -> list[FileGroup]:
         bases: dict[str, list[BaseFile]] = defaultdict(list)
         logs: dict[str, list[LogFile]] = defaultdict(list)
         for status in files:
-            base = _parse_base(status)
-            if base is not None:
-                if base.instant in self.visible:
-                    bases[base.file_id].append(base)
+            parsed = _parse(status)
+            if parsed is None:
                 continue
-            log = _parse_log(status)
-            if log is not None and (not self._log_names_writer or log.base_instant in self.visible):
-                logs[log.file_id].append(log)
+            if isinstance(parsed, BaseFile):
+                if parsed.instant in self.visible:
+                    bases[parsed.file_id].append(parsed)
+            elif not self._log_names_writer or parsed.base_instant in self.visible:
+                logs[parsed.file_id].append(parsed)
         groups = []
         for file_id in sorted(set(bases) | set(logs)):
             slices = self._build_slices(partition, file_id, bases[file_id], logs[file_id])
@@ -379,9 +438,11 @@ class FileSystemView:
                 if i.completion_time
             }
         found = self._completion_times.get(timestamp)
-        if found is None and self.timeline.get(timestamp) is None:
-            found = self._archived.get(timestamp)
-        return found or timestamp
+        if found is None:
+            if self.timeline.get(timestamp) is None:
+                found = self._archived.get(timestamp)
+            found = self._completion_times[timestamp] = found or timestamp
+        return found
 
 
 def base_files_only(slices: Iterable[FileSlice]) -> list[FileSlice]:
@@ -392,6 +453,20 @@ def base_files_only(slices: Iterable[FileSlice]) -> list[FileSlice]:
 
 def _is_hidden_path(directory: str) -> bool:
     return any(part.startswith(".") for part in directory.split("/") if part)
+
+
+def _parse(status: FileStatus) -> BaseFile | LogFile | None:
+    """The base or log file ``status`` is (None: neither), parsed once per path and size."""
+    key = (status.path, status.size)
+    try:
+        return _PARSED[key]
+    except KeyError:
+        pass
+    parsed = _parse_base(status) or _parse_log(status)
+    if len(_PARSED) >= _KEPT_NAMES:
+        _PARSED.clear()  # a bound on memory; views parse again
+    _PARSED[key] = parsed
+    return parsed
 
 
 def _parse_base(status: FileStatus) -> BaseFile | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import posixpath
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 
 from hudisql.errors import (
     CorruptTableError,
@@ -63,6 +64,35 @@ METADATA_TABLE_DIR = ".hoodie/metadata"
 _MAX_TIME_ATTEMPTS = 5
 
 
+#: (file name, layout, modification time) -> the instant it records, for every load of the
+#: process: a statement loads its table's timeline about ten times, and an Instant is
+#: immutable. Cleared when full.
+_PARSED: dict[tuple[str, int, datetime | None], Instant | None] = {}
+_KEPT_INSTANTS = 100_000
+
+
+def _parsed_instant(name: str, layout: int, mtime: datetime | None) -> Instant | None:
+    key = (name, layout, mtime)
+    try:
+        return _PARSED[key]
+    except KeyError:
+        pass
+    instant = parse_instant_file_name(name, layout, mtime)
+    if len(_PARSED) >= _KEPT_INSTANTS:
+        _PARSED.clear()
+    _PARSED[key] = instant
+    return instant
+
+
+def list_instant_files(storage: Storage, props: TableProperties) -> list[Instant]:
+    """Every instant file of the table's active timeline, from one listing of its folder,
+    in the order instants sort (parses kept as :meth:`Timeline.load` keeps them)."""
+    layout = props.timeline_layout
+    found = [_parsed_instant(info.name, layout, info.mtime)
+             for info in storage.list_dir(props.timeline_dir) if not info.is_dir]
+    return sorted((i for i in found if i is not None), key=Instant._key)
+
+
 def _action_set(actions: Iterable[str] | None) -> frozenset[str] | None:
     if actions is None:
         return None
@@ -91,6 +121,8 @@ class Timeline:
             self._files.setdefault(f.timestamp, {})[f.file_name] = f
         self._instants: list[Instant] | None = None
         self._by_time: dict[str, Instant] = {}
+        self._boundary: str | None = None
+        self._state: frozenset[str] | None = None
         self._rolled_back: set[str] | None = None
 
     @classmethod
@@ -101,7 +133,7 @@ class Timeline:
         for info in storage.list_dir(props.timeline_dir):
             if info.is_dir:
                 continue
-            instant = parse_instant_file_name(info.name, layout, info.mtime)
+            instant = _parsed_instant(info.name, layout, info.mtime)
             if instant is not None:
                 files.append(instant)
         return cls(storage, props, files)
@@ -118,10 +150,27 @@ class Timeline:
     def _index(self) -> tuple[list[Instant], dict[str, Instant]]:
         with self._lock:
             if self._instants is None:
-                latest = [max(files.values()) for files in self._files.values() if files]
-                self._instants = sorted(latest)
+                # Instant's order is its _key; sorting by it spares a Python __lt__ per compare.
+                latest = [max(files.values(), key=Instant._key)
+                          for files in self._files.values() if files]
+                self._instants = sorted(latest, key=Instant._key)
                 self._by_time = {i.timestamp: i for i in self._instants}
+                self._boundary = next(
+                    (i.timestamp for i in self._instants
+                     if i.action in WRITE_ACTIONS or i.action in COMMIT_ACTIONS), None)
+                self._state = frozenset(
+                    name for files in self._files.values() for name in files)
             return self._instants, self._by_time
+
+    def state(self) -> frozenset[str]:
+        """The names of every instant file of this timeline as loaded and written through
+        it: two timelines of one table with the same state agree on every instant's state,
+        completion time and contents (a state file is never rewritten), so what is derived
+        from the timeline alone can be kept under this key."""
+        with self._lock:
+            self._index()
+            assert self._state is not None
+            return self._state
 
     @property
     def instants(self) -> list[Instant]:
@@ -198,10 +247,9 @@ class Timeline:
         only completed writes (and the cleans and rollbacks among them) out, so every write
         instant older than this one was archived. Savepoints, indexing and restores stay
         active, so they do not count."""
-        for instant in self._index()[0]:
-            if instant.action in WRITE_ACTIONS or instant.action in COMMIT_ACTIONS:
-                return instant.timestamp
-        return None
+        with self._lock:
+            self._index()
+            return self._boundary
 
     def is_completed(self, timestamp: str) -> bool:
         """True when the instant at ``timestamp`` completed.
