@@ -205,6 +205,9 @@ class FileSystemView:
         self.timeline = timeline
         self.as_of = as_of
         self.visible = VisibleInstants(timeline, as_of, hidden)
+        # Groups are kept only for views that see what ``as_of`` and ``hidden`` say: a
+        # caller may replace ``visible`` (the metadata writer's before/after views do).
+        self._keyed_visible = self.visible
         # v6 names a log by its slice's base instant; v8+ by the deltacommit that wrote it,
         # and slices it by that deltacommit's completion time.
         self._log_names_writer = props.version >= 8
@@ -304,7 +307,8 @@ class FileSystemView:
         """The partition's file groups (replaced ones too), kept for views of the same
         inputs (module notes)."""
         files = self._partition_files(partition)
-        if self.timeline.state() is not self._state:  # written through since: not kept
+        if (self.timeline.state() is not self._state  # written through since: not kept
+                or self.visible is not self._keyed_visible):  # a caller's own visibility
             return tuple(self._build_groups(partition, files))
         key = (self.storage.base_uri, partition, self.props.version, self.as_of,
                self.visible.hidden, self._state, self._history_state(),
