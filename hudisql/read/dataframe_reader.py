@@ -148,6 +148,8 @@ def _as_data_source(frame: DataFrame, schema: StructType) -> DataFrame:
 
 def _route_loads(reader_class: Any, session_attribute: str) -> None:
     """Patch one ``DataFrameReader`` class (see :func:`install`; once per class)."""
+    from hudisql.write.dataframe_writer import recording_methods
+
     if getattr(reader_class, "_hudisql_installed", False):
         return
     original = {name: getattr(reader_class, name)
@@ -159,21 +161,9 @@ def _route_loads(reader_class: Any, session_attribute: str) -> None:
         found: dict[str, Any] = reader._hudisql_state
         return found
 
-    def format_(self: Any, source: str) -> Any:
-        state(self)["format"] = source
-        return original["format"](self, source)
-
     def schema_(self: Any, schema: Any) -> Any:
         state(self)["schema"] = True
         return original["schema"](self, schema)
-
-    def option_(self: Any, key: str, value: Any) -> Any:
-        state(self)["options"][key] = _text(value)
-        return original["option"](self, key, value)
-
-    def options_(self: Any, **options: Any) -> Any:
-        state(self)["options"].update({k: _text(v) for k, v in options.items()})
-        return original["options"](self, **options)
 
     def load_(self: Any, path: Any = None, format: str | None = None, schema: Any = None,
               **options: Any) -> Any:
@@ -195,15 +185,7 @@ def _route_loads(reader_class: Any, session_attribute: str) -> None:
                 return frame
         return original["load"](self, path)
 
-    patched = {"format": format_, "schema": schema_, "option": option_, "options": options_,
-               "load": load_}
+    patched = {**recording_methods(original, state), "schema": schema_, "load": load_}
     for name, method in patched.items():
         setattr(reader_class, name, method)
     reader_class._hudisql_installed = True
-
-
-def _text(value: Any) -> str:
-    """An option value as Spark's readers record it (booleans in lower case)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)

@@ -276,9 +276,10 @@ def _frame_of(writer: Any) -> Any:
 
 def recording_methods(original: dict[str, Any], state: Callable[[Any], dict[str, Any]],
                       ) -> dict[str, Callable[..., Any]]:
-    """``format``, ``option``, ``options`` and ``partitionBy`` for a patched writer class
-    (batch or streaming): each records its arguments in the writer's hudisql ``state``, then
-    calls Spark's own method from ``original``, so a write to another format is unchanged."""
+    """``format``, ``option``, ``options`` and (when ``original`` has it) ``partitionBy``
+    for a patched writer or reader class (batch or streaming): each records its arguments in
+    the object's hudisql ``state``, then calls Spark's own method from ``original``, so a
+    write or read of another format is unchanged."""
 
     def format_(self: Any, source: str) -> Any:
         state(self)["format"] = source
@@ -297,8 +298,11 @@ def recording_methods(original: dict[str, Any], state: Callable[[Any], dict[str,
         state(self)["partition_by"] = tuple(str(c) for c in names)
         return original["partitionBy"](self, *cols)
 
-    return {"format": format_, "option": option_, "options": options_,
-            "partitionBy": partition_by_}
+    methods: dict[str, Callable[..., Any]] = {"format": format_, "option": option_,
+                                              "options": options_}
+    if "partitionBy" in original:  # (a writer; a reader has none)
+        methods["partitionBy"] = partition_by_
+    return methods
 
 
 def _route_saves(writer_class: Any) -> None:
