@@ -115,6 +115,8 @@ def run_flow(hs: hudisql.HudiSession, name: str, location: str, mor: bool) -> No
     extra.write.format("hudi").mode("append").save(location)
     assert rows(hs.sql(f"SELECT id, v, city FROM {name}")) == FINAL
     assert arrow_rows(hudisql.read_table(location)) == FINAL
+    # format("hudi").load of an s3:// path: planned as t.read() plans it, same rows.
+    assert rows(hs.spark.read.format("hudi").load(location).select("id", "v", "city")) == FINAL
     assert arrow_rows(pa.Table.from_batches(
         hudi.HudiTable(location, options=HUDI_RS_OPTIONS).read())) == FINAL
     result = validate_metadata_table(HudiTable.open(location))  # (the suite's check is local)
