@@ -14,7 +14,11 @@ records again, by file group. When the write has at most
 3. each slice keeps the stored keys that some record of its partition has (Arrow's
    ``is_in``, in the reading thread), and Spark joins the records to those (partition,
    key, file id) rows, broadcast (no shuffle of the records for the lookup). The rows go
-   to Spark packed, a slice's keys as one array, and Spark's tasks explode them.
+   to Spark packed, a slice's keys as one array, and Spark's tasks explode them;
+4. each partition's distinct keys that no slice holds are counted: the writer shares out
+   that many inserts among small and new file groups, as Hudi's partitioner does with
+   its exact insert counts (the staging counts, updates included, only bound them, and
+   placing that bound made new file groups for inserts the small file had room for).
 
 The tags are those of the Spark lookup, row for row (a record matching a key stored in two
 file groups is tagged with both, as there). Measured on a 1M-row table (8 file groups) and
@@ -92,11 +96,11 @@ def fits_driver(records: int, limit: int, slices: Sequence[FileSlice]) -> bool:
 
 
 def driver_located(staged: DataFrame, table: HudiTable, slices: Sequence[FileSlice]
-                   ) -> DataFrame:
+                   ) -> tuple[DataFrame, dict[str, int]]:
     """(partition, key, file id) of the stored keys of ``slices`` that a record of
-    ``staged`` has, as a small DataFrame to broadcast (module notes)."""
-    from hudisql.write.tagging import FILE_ID
-
+    ``staged`` has, as a small DataFrame to broadcast (module notes); and per partition
+    path of the records, how many of their distinct keys none of ``slices`` holds (the
+    most inserts the partition can have: exact, where the staging counts only bound it)."""
     wanted = _keys_by_partition(staged.select(PARTITION_PATH, RECORD_KEY).toArrow())
     head = table.timeline.last_completed()
     as_of = head.timestamp if head else None
@@ -114,6 +118,28 @@ def driver_located(staged: DataFrame, table: HudiTable, slices: Sequence[FileSli
 
     with ThreadPoolExecutor(min(_READERS, max(1, len(slices)))) as pool:
         found = [m for m in pool.map(matches, slices) if m is not None and len(m[1])]
+    return _packed(staged, found), _unmatched(wanted, found)
+
+
+def _unmatched(wanted: Mapping[str, pa.Array], found: Sequence[tuple[FileSlice, pa.Array]]
+               ) -> dict[str, int]:
+    """Per partition, how many of its ``wanted`` (distinct) keys no slice of ``found``
+    holds. A key stored in two of its file groups counts once."""
+    matched: dict[str, list[pa.Array]] = {}
+    for file_slice, keys in found:
+        matched.setdefault(file_slice.partition_path, []).append(keys)
+    out = {}
+    for partition, want in wanted.items():
+        held = matched.get(partition)
+        # Distinct: a key may be stored twice (a bulk insert keeps duplicates).
+        out[partition] = len(want) - (len(pc.unique(pa.concat_arrays(held))) if held else 0)
+    return out
+
+
+def _packed(staged: DataFrame, found: Sequence[tuple[FileSlice, pa.Array]]) -> DataFrame:
+    """The matches as a broadcast DataFrame of (partition, key, file id) rows."""
+    from hudisql.write.tagging import FILE_ID
+
     # Packed: one row per slice (per :data:`_PACK` keys), the keys as an array that Spark's
     # tasks explode. Spark turns a local relation into rows one at a time on the driver:
     # 100k (partition, key, file id) rows cost about 0.6 s more JVM CPU than 16 packed ones.

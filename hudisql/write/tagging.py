@@ -124,6 +124,9 @@ class Tagged:
     slices: dict[tuple[str, str], FileSlice]
     stored: Callable[[], DataFrame] | None = None
     place: Callable[[DataFrame], tuple[DataFrame, int]] | None = None
+    #: Per partition path, how many distinct keys of its records no looked-up slice holds
+    #: (its inserts at most), when the lookup counted them (on the driver); else None.
+    inserts: dict[str, int] | None = None
 
 
 def tag_records(settings: IndexSettings, ctx: TagContext, staged: DataFrame,
@@ -158,8 +161,9 @@ def tag_records(settings: IndexSettings, ctx: TagContext, staged: DataFrame,
         located = _bloom_locations(ctx, staged, slices)
     elif touched is not None and kind == SIMPLE and fits_driver(
             ctx.records, ctx.driver_lookup_max, slices):
-        located = driver_located(staged, table, slices)  # small: broadcast, no shuffle
-        return Tagged(staged.join(located, [PARTITION_PATH, RECORD_KEY], "left"), by_group)
+        located, inserts = driver_located(staged, table, slices)  # broadcast, no shuffle
+        return Tagged(staged.join(located, [PARTITION_PATH, RECORD_KEY], "left"), by_group,
+                      inserts=inserts)
     else:
         located = existing_keys(ctx, slices)
     return Tagged(_join(staged, located, touched is not None), by_group)

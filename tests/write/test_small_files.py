@@ -197,6 +197,27 @@ def test_capacity_bounds_what_a_small_file_takes(
     assert spark_rows(handle) == _expected(first, more, _rows(10, start=5000))
 
 
+def test_inserts_are_counted_after_the_lookup_not_bounded_by_the_records(
+        hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
+    """Room for 5 records; the upsert has 4 updates and 5 new keys (one twice): 10 records
+    but 5 inserts, so all go to the small file, as Hudi's partitioner places its exact
+    insert count (before, the records' count was shared out and a new group made)."""
+    handle = new_table("COPY_ON_WRITE", partitioned=False)
+    first = _rows(4)
+    handle.insert(frame(hudi_session, first))
+    (group,) = _slices(handle)
+    size = _slices(handle)[group].total_size
+    options = {MAX_FILE_SIZE: str(size + 5000), RECORD_SIZE_ESTIMATE: "1000"}
+    upsert = [*_rows(4, ts=2), *_rows(5, start=100), ("k0100", 3, "rider-y", 7.0, "sf")]
+    handle.upsert(frame(hudi_session, upsert), **options)
+    assert list(_slices(handle)) == [group], "every insert fits the small file"
+    (stat,) = _last_stats(handle)
+    assert (stat["numInserts"], stat["numUpdateWrites"], stat["numWrites"]) == (5, 4, 9)
+    expected = _expected(first, upsert)
+    assert spark_rows(handle) == expected
+    assert rs_rows(handle) == expected
+
+
 @pytest.mark.slow
 def test_rewrite_under_task_retry_commits_once(hudi_session: HudiSession,
                                                new_table: Callable[..., HudiTableHandle]
