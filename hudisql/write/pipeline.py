@@ -16,14 +16,20 @@ The driver plans and commits; executors do everything per record, in two Spark j
 3. *tag*: a Spark join of the two; records without a file group (inserts) fill the
    partition's small file groups first (:mod:`hudisql.table.write.small_files`, Hudi's
    ``hoodie.parquet.small.file.limit``), the rest go to new file groups (per partition,
-   ``ceil(records / max records per file)`` ids), by key hash. An upsert's partition whose
+   ``ceil(inserts / max records per file)`` ids), by key hash. The inserts are counted
+   by the driver's lookup (distinct keys no group holds, as Hudi's partitioner counts
+   them), else bounded by the partition's records. An upsert's partition whose
    smallest file takes all its inserts (an *insert sink*, ``SIMPLE`` and ``BLOOM``) has
    that file's keys left out of the lookup: its records no other group holds go to the
    sink, whose write task tells updates from inserts as it reads the file anyway (so one
    small file group per partition, the common case, needs no key read and no join);
 4. *write* (``repartition`` by file group into at most twice the cores, then
    ``mapInArrow``): each task sorts its rows by file group and writes each contiguous run
-   as one file slice with the core's per-slice functions, returning their write stats. A
+   as one file slice with the core's per-slice functions, returning their write stats.
+   Where every file group is known on the driver (all but ``BUCKET`` and overwrites), the
+   groups are dealt out to the tasks by estimated work (:mod:`hudisql.write.task_balance`)
+   and an upsert's or insert's records travel slim: a group number in place of their
+   key, partition path and file id, which the task computes again (:func:`_restored`). A
    merge-on-read small file that inserts reach is rewritten as a new base file (with its
    updates), as Hudi's writers do; other merge-on-read groups get a log file, whose data
    block is parquet unless ``hoodie.logfile.data.block.format=avro`` (encoded by Arrow in
@@ -55,7 +61,7 @@ import itertools
 import json
 import pickle
 import posixpath
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,6 +161,7 @@ from hudisql.write.tagging import (
     overwrite_buckets,
     tag_records,
 )
+from hudisql.write.task_balance import balanced_tasks, task_column
 from hudisql.write.task_profile import profiled
 
 #: Operations and their ``operationType`` in commit metadata.
@@ -179,6 +186,9 @@ _FILE_ID = FILE_ID
 _INSERTED = "_hudisql_inserted"
 #: Each record's partition's insert shares (file ids and their bounds), while placing inserts.
 _TARGET = "_hudisql_insert_target"
+#: A record's file group as a number (an index into the write's layout), shuffled instead
+#: of its key, partition path and file id (:func:`_restored`).
+_GROUP = "_hudisql_group"
 _STATS_SCHEMA = StructType([StructField("stat", StringType()), StructField("attempt", LongType()),
                             StructField("changes", BinaryType()),
                             StructField("ranges", StringType())])
@@ -299,14 +309,18 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
                   change_columns: tuple[str, ...] | None = None,
                   stats_columns: tuple[str, ...] | None = None,
                   compacting: Mapping[tuple[str, str], str] | None = None,
-                  sinks: frozenset[tuple[str, str]] = frozenset()) -> Any:
+                  sinks: frozenset[tuple[str, str]] = frozenset(),
+                  layout: Sequence[tuple[str, str]] = ()) -> Any:
     """The write task. With ``change_columns`` (the table keeps a record or secondary
     index), each file group's :class:`RowChanges` go back with its write stat; with
     ``stats_columns`` (column or partition stats), each log file's column ranges (the
     metadata participant would otherwise decode it), pickled. ``compacting``: the file
     groups in a pending compaction and its instant (their log files go on its new slice).
     ``sinks``: insert sinks (:func:`~hudisql.table.write.small_files.insert_sinks`), whose
-    records were not looked up: the task tells their updates from their inserts."""
+    records were not looked up: the task tells their updates from their inserts.
+    ``layout``: the (partition, file id) of each group number, for records that come with
+    a ``_GROUP`` number instead of their key, partition path and file id (the task
+    computes their keys again: :func:`_restored`)."""
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         keep_freed_memory()
@@ -319,13 +333,22 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
             ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId())
         attempt = 0 if ctx is None else ctx.attemptNumber()
         # One reordering, then each file group is a contiguous slice (no per-group filter).
-        data, groups = _grouped_by_file_id(pa.Table.from_batches(rows))
+        data = pa.Table.from_batches(rows)
+        slim = _GROUP in data.column_names
+        data, groups = _grouped_by(data, _GROUP if slim else _FILE_ID)
         table = HudiTable.open(spec.path)
         start = 0
-        for written, (file_id, count) in enumerate(groups, 1):
+        for written, (value, count) in enumerate(groups, 1):
             group = data.slice(start, count)
             start += count
-            partition = group.column(PARTITION_PATH)[0].as_py()
+            if slim:
+                if value is None:  # every record was given a group: a bug if not
+                    raise WriteError(f"table {spec.name}: {count} record(s) reached the "
+                                     f"write of {instant} without a file group")
+                partition, file_id = layout[int(value)]
+                group = _restored(group, spec, partition, file_id)
+            else:
+                file_id, partition = str(value), group.column(PARTITION_PATH)[0].as_py()
             if (partition, file_id) in sinks:
                 group = _resolve_sink(table, slices[(partition, file_id)], group)
                 if not group.num_rows:
@@ -346,23 +369,34 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
     return profiled(write)
 
 
-def _grouped_by_file_id(data: pa.Table) -> tuple[pa.Table, list[tuple[str, int]]]:
-    """``data``'s rows ordered by file id (stably, as ``sort_by``), and each file id with its
-    row count, in that order.
+def _grouped_by(data: pa.Table, column: str) -> tuple[pa.Table, list[tuple[Any, int]]]:
+    """``data``'s rows ordered by ``column`` (the file id or the group number; stably, as
+    ``sort_by``), and each value with its row count, in that order.
 
-    The ids are few: their dictionary codes are sorted as integers and the rows taken once,
-    about half the CPU of sorting the strings of every row (``Table.sort_by``).
+    The values are few: their dictionary codes are sorted as integers and the rows taken
+    once, about half the CPU of sorting the strings of every row (``Table.sort_by``).
     """
     data = data.combine_chunks()
-    encoded = pc.dictionary_encode(data.column(_FILE_ID), null_encoding="encode").chunk(0)
-    # Each code's place among the sorted ids (nulls last, as sort_by puts them).
+    encoded = pc.dictionary_encode(data.column(column), null_encoding="encode").chunk(0)
+    # Each code's place among the sorted values (nulls last, as sort_by puts them).
     rank = pc.rank(encoded.dictionary, sort_keys="ascending", tiebreaker="first").to_numpy() - 1
     codes = rank[encoded.indices.to_numpy(zero_copy_only=False)]
     order = np.argsort(codes, kind="stable")
     counts = np.bincount(codes, minlength=len(rank))
-    ids = pc.take(encoded.dictionary, pa.array(np.argsort(rank))).to_pylist()
-    return data.take(pa.array(order)), [(i, int(n)) for i, n in zip(ids, counts, strict=True)
+    values = pc.take(encoded.dictionary, pa.array(np.argsort(rank))).to_pylist()
+    return data.take(pa.array(order)), [(v, int(n)) for v, n in zip(values, counts, strict=True)
                                         if n]
+
+
+def _restored(group: pa.Table, spec: _TableSpec, partition: str, file_id: str) -> pa.Table:
+    """A slim group's records with the columns the Spark stages dropped before the shuffle:
+    their keys (the core's key generator, as the Arrow staging computes them; the JVM's
+    staging is used only where it gives the same text), partition path and file id."""
+    n = group.num_rows
+    keys = record_keys(group, spec.key_fields, spec.name, spec.labelled)
+    return group.drop_columns([_GROUP]).append_column(RECORD_KEY, keys).append_column(
+        PARTITION_PATH, pa.repeat(pa.scalar(partition, pa.string()), n)).append_column(
+        _FILE_ID, pa.repeat(pa.scalar(file_id, pa.string()), n))
 
 
 def _resolve_sink(table: HudiTable, file_slice: FileSlice, group: pa.Table) -> pa.Table:
@@ -696,6 +730,7 @@ class SparkWriter:
                 raise WriteError(f"table {spec.name}: record key {dup[0][0]!r} is already in "
                                  "the table; insert adds new records only: use upsert")
         new_groups = 0
+        shares: dict[tuple[str, str], int] = {}  # inserts each group takes (expected)
         rewrite: frozenset[tuple[str, str]] = frozenset()
         if op == "delete" or expressions is not None:  # an expression updates stored keys only
             tagged = tagged.where(F.col(_FILE_ID).isNotNull())
@@ -717,9 +752,11 @@ class SparkWriter:
                 # count of inserts where it made one, else the records (updates included).
                 inserts = (tagging.inserts if tagging is not None
                            and tagging.inserts is not None else counts)
-                tagged, new_groups = self._assign_new_groups(
+                tagged, new_groups, shares = self._assign_new_groups(
                     tagged, {p: n for p, n in inserts.items() if p not in sinks}, small,
                     sizing.insert_split_size)
+                shares.update({(p, f.file_slice.file_id): counts.get(p, 0)
+                               for p, f in sinks.items()})
         tagged = tagged.drop(*WORK_COLUMNS)  # tagging's own columns (none for most types)
         # Every file group in one task; no more tasks than groups or than twice the cores
         # (a task writes its groups one after the other: per-task start-up is the cost).
@@ -728,7 +765,35 @@ class SparkWriter:
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
                                expressions, rewrite, row_change_columns(table),
                                file_stats_columns(table), compacting, sunk)
-        out = tagged.repartition(groups, _FILE_ID).mapInArrow(writer, _STATS_SCHEMA)
+        key = F.col(_FILE_ID)
+        if op in ("upsert", "insert", "delete") and not bucketed:
+            # Every file group is known here (stored or placed above): each gets a number,
+            # the groups are dealt out to the tasks by their estimated work
+            # (hudisql.write.task_balance), and the records of upserts and inserts go
+            # to them slim: the group's number instead of their key, partition path and
+            # file id (a third less to shuffle and hand to Python on the benchmark).
+            work = _group_work(slices, counts, shares, tagging.held if tagging else None,
+                               rewrite, not spec.is_mor,
+                               average_record_size(table.timeline, sizing))
+            layout = sorted(work)
+            if len({fid for _, fid in layout}) == len(layout):  # ids name groups alone
+                number = F.create_map(*[v for i, (_, fid) in enumerate(layout)
+                                        for v in (F.lit(fid), F.lit(i))])[F.col(_FILE_ID)]
+                placed = balanced_tasks({i: work[g] for i, g in enumerate(layout)}, groups)
+                task = task_column(placed, groups, F.col(_GROUP))
+                tagged = tagged.withColumn(_GROUP, number)
+                if op != "delete" and expressions is None and not spec.keyless:
+                    tagged = tagged.drop(RECORD_KEY, PARTITION_PATH, _FILE_ID)
+                    writer = _write_slices(spec, op, instant, slices,
+                                           int(fault) if fault else None, expressions,
+                                           rewrite, row_change_columns(table),
+                                           file_stats_columns(table), compacting, sunk,
+                                           layout)
+                else:
+                    tagged = tagged.drop(_GROUP)
+                    task = task_column(placed, groups, number)
+                key = task
+        out = tagged.repartition(groups, key).mapInArrow(writer, _STATS_SCHEMA)
         # At most this many file groups: the touched partitions' slices and the new ids.
         progress.stage("writing file slices", total=len(slices) + new_groups)
         with MarkerWatch(progress, table.storage, instant):
@@ -815,7 +880,15 @@ class SparkWriter:
                                     for p, files in small.items() for f in files)
             if rewrite:
                 tagged = tagged.append_column(_INSERTED, pc.is_null(tagged.column(_FILE_ID)))
-            tagged, new_groups = place_inserts(tagged, counts, small, sizing.insert_split_size)
+            # The inserts, counted as the Spark writer's lookup counts them: distinct keys
+            # that no file group holds, per partition.
+            inserts = tagged.filter(pc.is_null(tagged.column(_FILE_ID))).group_by(
+                PARTITION_PATH).aggregate([(RECORD_KEY, "count_distinct")])
+            tagged, new_groups = place_inserts(
+                tagged, dict(zip(inserts.column(PARTITION_PATH).to_pylist(),
+                                 inserts.column(f"{RECORD_KEY}_count_distinct").to_pylist(),
+                                 strict=True)),
+                small, sizing.insert_split_size)
         progress.stage("writing file slices", total=len(slices) + new_groups)
         writer = _write_slices(spec, op, instant, slices, None, expressions, rewrite,
                                row_change_columns(table), file_stats_columns(table))
@@ -868,7 +941,7 @@ class SparkWriter:
 
     def _assign_new_groups(self, tagged: DataFrame, counts: Mapping[str | None, int],
                            small: Mapping[str, list[SmallFile]], per_file: int
-                           ) -> tuple[DataFrame, int]:
+                           ) -> tuple[DataFrame, int, dict[tuple[str, str], int]]:
         """Untagged records (inserts) to small file groups, then to new ones, per partition.
 
         ``counts``: an upper bound of each partition's inserts (distinct keys found in no
@@ -880,10 +953,12 @@ class SparkWriter:
         the actual inserts (fewer than its capacity when the bound exceeds them; above it
         only by hash variance, as with Hudi's weighted buckets); new ids that get no record
         write nothing. A partition with no insert is left out (its records all have groups).
-        Returns the tagged frame and how many new file ids it may use.
+        Returns the tagged frame, how many new file ids it may use and each (partition,
+        file id)'s share.
         """
         plans: list[tuple[str | None, list[str], list[int]]] = []
         total = 0
+        taken: dict[tuple[str, str], int] = {}
         for partition, count in counts.items():
             if count <= 0:
                 continue
@@ -892,10 +967,11 @@ class SparkWriter:
             shares, new_ids = insert_shares(
                 count, small.get(partition, []) if partition is not None else [], per_file)
             total += new_ids
+            taken.update(((str(partition), fid), n) for fid, n in shares)
             plans.append((partition, [fid for fid, _ in shares],
                           list(itertools.accumulate(size for _, size in shares))))
         if not plans:
-            return tagged, 0
+            return tagged, 0, taken
         # Every partition's ids and bounds padded to one width (the last repeated), so that
         # the share's index is a sum of comparisons: plain expressions Spark compiles. (A
         # higher-order function such as filter() is interpreted: about 0.15 s more per
@@ -917,4 +993,30 @@ class SparkWriter:
                         F.lit(0))
             chosen = F.element_at(target["ids"], index + 1)
         return tagged.withColumn(_TARGET, F.create_map(*pairs)[F.col(PARTITION_PATH)]).withColumn(
-            _FILE_ID, F.coalesce(F.col(_FILE_ID), chosen)).drop(_TARGET), total
+            _FILE_ID, F.coalesce(F.col(_FILE_ID), chosen)).drop(_TARGET), total, taken
+
+
+def _group_work(slices: Mapping[tuple[str, str], FileSlice], counts: Mapping[str | None, int],
+                shares: Mapping[tuple[str, str], int],
+                held: Mapping[tuple[str, str], int] | None,
+                rewrite: frozenset[tuple[str, str]], copy_on_write: bool,
+                record_size: float) -> dict[tuple[str, str], float]:
+    """Each file id's estimated write work, in bytes (:mod:`hudisql.write.task_balance`):
+    the records it gets (its updates as the lookup counted them, else an even part of its
+    partition's records; plus its share of the inserts), times ``record_size``; plus its
+    base file when the task rewrites it (copy-on-write, or a small file taking inserts)."""
+    per_partition: dict[str, int] = {}
+    for partition, _ in slices:
+        per_partition[partition] = per_partition.get(partition, 0) + 1
+    work: dict[tuple[str, str], float] = {}
+    for group, file_slice in slices.items():
+        partition = group[0]
+        updates = (held.get(group, 0) if held is not None
+                   else counts.get(partition, 0) / per_partition[partition])
+        inserts = shares.get(group, 0)
+        rewritten = copy_on_write or (group in rewrite and inserts > 0)
+        base = file_slice.base_file.size if rewritten and file_slice.base_file else 0
+        work[group] = base + (updates + inserts) * record_size
+    for group, inserts in shares.items():
+        work.setdefault(group, inserts * record_size)
+    return work

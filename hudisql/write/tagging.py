@@ -127,6 +127,9 @@ class Tagged:
     #: Per partition path, how many distinct keys of its records no looked-up slice holds
     #: (its inserts at most), when the lookup counted them (on the driver); else None.
     inserts: dict[str, int] | None = None
+    #: Per (partition, file id), how many of the records' keys the slice holds, when the
+    #: lookup counted them; else None.
+    held: dict[tuple[str, str], int] | None = None
 
 
 def tag_records(settings: IndexSettings, ctx: TagContext, staged: DataFrame,
@@ -161,9 +164,9 @@ def tag_records(settings: IndexSettings, ctx: TagContext, staged: DataFrame,
         located = _bloom_locations(ctx, staged, slices)
     elif touched is not None and kind == SIMPLE and fits_driver(
             ctx.records, ctx.driver_lookup_max, slices):
-        located, inserts = driver_located(staged, table, slices)  # broadcast, no shuffle
-        return Tagged(staged.join(located, [PARTITION_PATH, RECORD_KEY], "left"), by_group,
-                      inserts=inserts)
+        found = driver_located(staged, table, slices)  # broadcast, no shuffle
+        return Tagged(staged.join(found.frame, [PARTITION_PATH, RECORD_KEY], "left"),
+                      by_group, inserts=found.inserts, held=found.held)
     else:
         located = existing_keys(ctx, slices)
     return Tagged(_join(staged, located, touched is not None), by_group)
