@@ -380,7 +380,18 @@ def _print_upserts(args: argparse.Namespace, upsert_rows: int, n_updates: int, l
 def _print_delta_goals(t_default: Timing, by_type: dict[str, Timing | None],
                        t_delta: Timing) -> None:
     """Issue #29's upsert goals against delta-rs MERGE of the same rows: the upsert with
-    Hudi's defaults (the SIMPLE index, small files) <= 3.0x, the fastest index type <= 2.0x."""
+    Hudi's defaults (the SIMPLE index, small files) <= 3.0x, the fastest index type <= 2.0x.
+
+    The default-index upsert is the SIMPLE row of ``--index-types`` when it was timed: the
+    same upsert of the same rows into a copy of the same table, timed once the session is
+    warm (the first-timed default upserts above run right after the load, while the JVM
+    still compiles the write's code: 0.3 to 0.6 s slower on this machine). Both are printed.
+    """
+    warm = by_type.get("SIMPLE")
+    if warm is not None:
+        print(f"{'(default upsert, first timed)':<34}{t_default:>10.2f}{t_delta:>12.2f}"
+              f"{t_default / t_delta:>8.2f}  (reported: cold) CPU {t_default.cpu:.2f} s")
+        t_default = warm
     print(f"{'default-index upsert / delta-rs':<34}{t_default:>10.2f}{t_delta:>12.2f}"
           f"{t_default / t_delta:>8.2f}  <= 3.0 CPU {t_default.cpu:.2f} s vs {t_delta.cpu:.2f} s")
     timed = {k: v for k, v in by_type.items() if v is not None}
