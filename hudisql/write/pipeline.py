@@ -69,7 +69,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel, TaskContext
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema, to_arrow_type
 from pyspark.sql.types import (
@@ -761,44 +761,69 @@ class SparkWriter:
         # Every file group in one task; no more tasks than groups or than twice the cores
         # (a task writes its groups one after the other: per-task start-up is the cost).
         groups = max(1, min(len(slices) + new_groups, 2 * self._parallelism()))
+        key = F.col(_FILE_ID)
+        layout: list[tuple[str, str]] = []
+        numbered = self._numbered(op, tagging, slices, counts, shares, rewrite, spec,
+                                  average_record_size(table.timeline, sizing))
+        if numbered is not None:
+            # Every file group is known here: each has a number, the groups are dealt out
+            # to the tasks by their estimated work (hudisql.write.task_balance), and the
+            # records of upserts and inserts go to them slim: the group's number instead
+            # of their key, partition path and file id (a third less to shuffle and hand
+            # to Python on the benchmark).
+            layout, number, work = numbered
+            placed = balanced_tasks({i: work[g] for i, g in enumerate(layout)}, groups)
+            if op != "delete" and expressions is None and not spec.keyless:
+                tagged = tagged.withColumn(_GROUP, number).drop(
+                    RECORD_KEY, PARTITION_PATH, _FILE_ID)
+                key = task_column(placed, groups, F.col(_GROUP))
+            else:
+                layout = []
+                key = task_column(placed, groups, number)
         fault = self.options.get(FAULT_AFTER_FILES)
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
                                expressions, rewrite, row_change_columns(table),
-                               file_stats_columns(table), compacting, sunk)
-        key = F.col(_FILE_ID)
-        if op in ("upsert", "insert", "delete") and not bucketed:
-            # Every file group is known here (stored or placed above): each gets a number,
-            # the groups are dealt out to the tasks by their estimated work
-            # (hudisql.write.task_balance), and the records of upserts and inserts go
-            # to them slim: the group's number instead of their key, partition path and
-            # file id (a third less to shuffle and hand to Python on the benchmark).
-            work = _group_work(slices, counts, shares, tagging.held if tagging else None,
-                               rewrite, not spec.is_mor,
-                               average_record_size(table.timeline, sizing))
-            layout = sorted(work)
-            if len({fid for _, fid in layout}) == len(layout):  # ids name groups alone
-                number = F.create_map(*[v for i, (_, fid) in enumerate(layout)
-                                        for v in (F.lit(fid), F.lit(i))])[F.col(_FILE_ID)]
-                placed = balanced_tasks({i: work[g] for i, g in enumerate(layout)}, groups)
-                task = task_column(placed, groups, F.col(_GROUP))
-                tagged = tagged.withColumn(_GROUP, number)
-                if op != "delete" and expressions is None and not spec.keyless:
-                    tagged = tagged.drop(RECORD_KEY, PARTITION_PATH, _FILE_ID)
-                    writer = _write_slices(spec, op, instant, slices,
-                                           int(fault) if fault else None, expressions,
-                                           rewrite, row_change_columns(table),
-                                           file_stats_columns(table), compacting, sunk,
-                                           layout)
-                else:
-                    tagged = tagged.drop(_GROUP)
-                    task = task_column(placed, groups, number)
-                key = task
+                               file_stats_columns(table), compacting, sunk, layout)
         out = tagged.repartition(groups, key).mapInArrow(writer, _STATS_SCHEMA)
         # At most this many file groups: the touched partitions' slices and the new ids.
         progress.stage("writing file slices", total=len(slices) + new_groups)
         with MarkerWatch(progress, table.storage, instant):
             rows = out.collect()
         return self._results([r.asDict() for r in rows], progress)
+
+    def _numbered(self, op: str, tagging: Tagged | None,
+                  slices: Mapping[tuple[str, str], FileSlice], counts: Mapping[str | None, int],
+                  shares: Mapping[tuple[str, str], int], rewrite: frozenset[tuple[str, str]],
+                  spec: _TableSpec, record_size: float
+                  ) -> tuple[list[tuple[str, str]], Column, dict[tuple[str, str], float]] | None:
+        """The file groups a write's records can go to, when all are known on the driver:
+        their (partition, file id) in number order, each record's group number, and each
+        group's estimated work. None for overwrites and bulk inserts (new groups made in
+        Spark), and when two partitions share a file id (a number per file id would merge
+        them)."""
+        if op not in ("upsert", "insert", "delete") or tagging is None:
+            return None
+        if tagging.numbered is not None:  # the index names every group (BUCKET)
+            layout, number = tagging.numbered
+            per_partition: dict[str, int] = {}
+            for partition, _ in layout:
+                per_partition[partition] = per_partition.get(partition, 0) + 1
+            work = {}
+            for group in layout:  # an even part of the partition's records; COW rewrites
+                base = slices[group].base_file if group in slices else None
+                work[group] = counts.get(group[0], 0) / per_partition[group[0]] * record_size \
+                    + (base.size if base is not None and not spec.is_mor else 0)
+            return layout, number, work
+        if self._index.index_type == BUCKET:
+            return None
+        work = _group_work(slices, counts, shares, tagging.held, rewrite, not spec.is_mor,
+                           record_size)
+        layout = sorted(work)
+        if len({fid for _, fid in layout}) != len(layout):
+            return None
+        number = F.create_map(*[v for i, (_, fid) in enumerate(layout)
+                                for v in (F.lit(fid), F.lit(i))])[F.col(_FILE_ID)]
+        return layout, number, work
 
     def _results(self, rows: list[dict[str, Any]], progress: Progress
                  ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:

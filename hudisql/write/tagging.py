@@ -130,6 +130,10 @@ class Tagged:
     #: Per (partition, file id), how many of the records' keys the slice holds, when the
     #: lookup counted them; else None.
     held: dict[tuple[str, str], int] | None = None
+    #: When the index names every file group a record can go to before ``place`` runs
+    #: (``BUCKET``): the groups' (partition, file id), and each record's number among them
+    #: (a column of the frame ``place`` returns).
+    numbered: tuple[list[tuple[str, str]], Column] | None = None
 
 
 def tag_records(settings: IndexSettings, ctx: TagContext, staged: DataFrame,
