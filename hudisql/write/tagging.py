@@ -473,13 +473,13 @@ def bucket_file_id(bucket: Column, salt: str = "") -> Column:
                     parts[1], F.lit("-"), parts[2], F.lit("-"), parts[3], F.lit("-0"))
 
 
-def _bucket_file_ids(bucket: Column, partitions: list[str]) -> Column:
-    """:func:`bucket_file_id` (no salt) for records of ``partitions``, the partitions' part
-    of the id computed here once instead of an MD5 per record (null for another partition)."""
+def _bucket_file_ids(bucket: Column, partitions: list[str], salt: str = "") -> Column:
+    """:func:`bucket_file_id` for records of ``partitions``, the partitions' part of the id
+    computed here once instead of an MD5 per record (null for another partition)."""
     partitions = list(dict.fromkeys(partitions))
     suffixes = []
     for partition in partitions:
-        digest = hashlib.md5(partition.encode("utf-8")).hexdigest()
+        digest = hashlib.md5((partition + salt).encode("utf-8")).hexdigest()
         suffixes.append(f"-{digest[:4]}-{digest[4:8]}-{digest[8:12]}-{digest[12:24]}-0")
     return F.concat(F.lpad(bucket.cast("string"), 8, "0"),
                     F.get(_strings(suffixes), _position(partitions)))
@@ -546,7 +546,18 @@ def _bucket(ctx: TagContext, settings: IndexSettings, staged: DataFrame, touched
     return Tagged(frame, by_group, stored=stored, place=place)
 
 
-def overwrite_buckets(staged: DataFrame, settings: IndexSettings) -> DataFrame:
+def overwrite_buckets(staged: DataFrame, settings: IndexSettings,
+                      partitions: list[str] | None = None) -> DataFrame:
     """``staged`` with ``FILE_ID`` naming new file groups, one per bucket (an overwrite:
-    the ids differ from the groups it replaces, as Hudi's ``newBucketFileIdPrefix``)."""
-    return staged.withColumn(FILE_ID, bucket_file_id(bucket_id(settings), new_file_id()))
+    the ids differ from the groups it replaces, as Hudi's ``newBucketFileIdPrefix``).
+
+    ``partitions``: the partitions the records go to, when the caller knows them: their
+    part of the ids is then computed once on the driver, not as an MD5 per record (the
+    same ids; a record of another partition still gets its MD5).
+    """
+    salt = new_file_id()
+    per_record = bucket_file_id(bucket_id(settings), salt)
+    if partitions is None:
+        return staged.withColumn(FILE_ID, per_record)
+    return staged.withColumn(FILE_ID, F.coalesce(
+        _bucket_file_ids(bucket_id(settings), partitions, salt), per_record))
