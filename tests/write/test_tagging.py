@@ -351,7 +351,10 @@ def _hudi_bucket(key: str, fields: list[str], buckets: int) -> int:
 @pytest.mark.parametrize("fields", [["a", "b"], ["b"]])
 def test_bucket_ids_are_hudis(hudi_session: HudiSession, fields: list[str]) -> None:
     keys = ["abc", "k001", "z\u00e9\U0001f600", "a:1,b:x", "a:1,b:y", "b:__null__,a:2",
-            "a:__empty__,b:q", "a:1", "plain,comma"]
+            "a:__empty__,b:q", "a:1", "plain,comma", "", "\U0001f600\U0001f601",
+            # Values with ':' or none, repeated and unlisted fields, non-ASCII around ':'.
+            "a:1:2,b:", "a:,b:c", ":x,a:y", "b:1,a:2,b:3", "a:\U0001f600,b:\u00e9",
+            "\u4e2d:\u6587,b:\uffff", "a:x,b:__null__x"]
     settings = IndexSettings(BUCKET, 7, tuple(fields))
     df = hudi_session.spark.createDataFrame([(k,) for k in keys], f"{RECORD_KEY} string")
     got = {r[0]: r[1] for r in df.select(RECORD_KEY, bucket_id(settings)).collect()}
