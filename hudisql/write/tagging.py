@@ -34,7 +34,7 @@ by its own lookup).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,10 +85,9 @@ _NULL_KEY_PART = "__null__"
 _EMPTY_KEY_PART = "__empty__"
 _INT32 = 1 << 32
 _INDEX = "_hudisql_slice"
-#: ``BUCKET``'s column of each record's bucket number.
-_BUCKET = "_hudisql_bucket"
-#: Columns tagging adds for its own use, besides ``FILE_ID``: the writer drops them.
-WORK_COLUMNS = (_BUCKET,)
+#: Columns tagging adds for its own use, besides ``FILE_ID``: the writer drops them (none
+#: now; ``BUCKET`` had its bucket column, see :func:`_bucket`).
+WORK_COLUMNS: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -445,24 +444,31 @@ def _complex_key_hash(hash_fields: tuple[str, ...]) -> Column:
     """``java.util.List.hashCode`` (``31 * h + hashCode(e)``, in 32 bits) of the hash
     fields' values of a ``field:value,...`` key.
 
-    Written as SQL so that its lambda variables have fixed names: the Python lambdas of
-    ``F.transform`` get fresh names on every call, which changes the generated code of
-    every write, so Spark compiled it anew each time (and the JIT compiled that class
-    again): about 1 s of JVM CPU per write.
+    One fold over the key's ``,``-separated parts: a part without ``:`` is a value, a part
+    ``name:value`` of a hash field gives ``value`` (``__null__``: null, ``__empty__``: "").
+    The nested ``transform``/``filter`` it replaces built four arrays per record (about 6%
+    more time per million composite keys). Written as SQL so that its lambda variables
+    have fixed names: the Python lambdas of ``F.transform`` get fresh names on every call,
+    which changes the generated code of every write, so Spark compiled it anew each time
+    (and the JIT compiled that class again): about 1 s of JVM CPU per write.
     """
     listed = ", ".join(_sql_string(f) for f in hash_fields)
     fields = f"array({listed})" if listed else "CAST(array() AS ARRAY<STRING>)"
-    kv, acc, value = "_hudisql_kv", "_hudisql_acc", "_hudisql_value"
-    java_hash = (f"coalesce(CAST(reflect('java.util.Objects', 'hashCode', {value}) AS BIGINT), "
-                 "CAST(0 AS BIGINT))")
+    part, acc = "_hudisql_kv", "_hudisql_acc"
+    value = f"substr({part}, instr({part}, ':') + 1)"
+    named = (f"CASE {value} WHEN '{_NULL_KEY_PART}' THEN CAST(NULL AS STRING) "
+             f"WHEN '{_EMPTY_KEY_PART}' THEN '' ELSE {value} END")
+
+    def step(text: str) -> str:
+        java_hash = (f"coalesce(CAST(reflect('java.util.Objects', 'hashCode', {text}) AS BIGINT),"
+                     " CAST(0 AS BIGINT))")
+        return f"pmod({acc} * 31 + {java_hash}, {_INT32})"
+
     return F.expr(
-        f"aggregate(transform(filter(transform(split(`{RECORD_KEY}`, ','), "
-        f"{kv} -> split({kv}, ':', 2)), "
-        f"{kv} -> size({kv}) = 1 OR array_contains({fields}, {kv}[0])), "
-        f"{kv} -> CASE WHEN size({kv}) = 1 THEN {kv}[0] "
-        f"WHEN {kv}[1] = '{_NULL_KEY_PART}' THEN CAST(NULL AS STRING) "
-        f"WHEN {kv}[1] = '{_EMPTY_KEY_PART}' THEN '' ELSE {kv}[1] END), "
-        f"CAST(1 AS BIGINT), ({acc}, {value}) -> pmod({acc} * 31 + {java_hash}, {_INT32}))")
+        f"aggregate(split(`{RECORD_KEY}`, ','), CAST(1 AS BIGINT), ({acc}, {part}) -> CASE "
+        f"WHEN instr({part}, ':') = 0 THEN {step(part)} "
+        f"WHEN array_contains({fields}, substring_index({part}, ':', 1)) THEN {step(named)} "
+        f"ELSE {acc} END)")
 
 
 def _sql_string(value: str) -> str:
@@ -485,39 +491,69 @@ def bucket_file_id(bucket: Column, salt: str = "") -> Column:
                     parts[1], F.lit("-"), parts[2], F.lit("-"), parts[3], F.lit("-0"))
 
 
-def _bucket_file_ids(bucket: Column, partitions: list[str]) -> Column:
-    """:func:`bucket_file_id` (no salt) for records of ``partitions``, the partitions' part
-    of the id computed here once instead of an MD5 per record."""
+def _bucket_file_ids(bucket: Column, partitions: list[str], salt: str = "") -> Column:
+    """:func:`bucket_file_id` for records of ``partitions``, the partitions' part of the id
+    computed here once instead of an MD5 per record (null for another partition)."""
+    partitions = list(dict.fromkeys(partitions))
     suffixes = []
     for partition in partitions:
-        digest = hashlib.md5(partition.encode("utf-8")).hexdigest()
-        suffixes += [F.lit(partition), F.lit(f"-{digest[:4]}-{digest[4:8]}-{digest[8:12]}-"
-                                             f"{digest[12:24]}-0")]
+        digest = hashlib.md5((partition + salt).encode("utf-8")).hexdigest()
+        suffixes.append(f"-{digest[:4]}-{digest[4:8]}-{digest[8:12]}-{digest[12:24]}-0")
     return F.concat(F.lpad(bucket.cast("string"), 8, "0"),
-                    F.create_map(*suffixes)[F.col(PARTITION_PATH)])
+                    F.get(_strings(suffixes), _position(partitions)))
+
+
+def _strings(values: Sequence[str | None]) -> Column:
+    """A literal array of strings (Spark folds it into a constant)."""
+    return F.array(*[F.lit(v).cast("string") for v in values])
+
+
+def _position(partitions: list[str]) -> Column:
+    """The record's partition's 0-based place in ``partitions``; ``len(partitions)`` (past
+    the end: ``F.get`` gives null) for another partition.
+
+    Never null: Spark 4.3's ``element_at`` of a literal array at a null index gives the last
+    element instead of null (``F.get``, used here, gives null; neither is given a null).
+    """
+    if not partitions:
+        return F.lit(0)
+    places = F.create_map(*[v for i, p in enumerate(partitions) for v in (F.lit(p), F.lit(i))])
+    return F.coalesce(places[F.col(PARTITION_PATH)], F.lit(len(partitions)))
 
 
 def _bucket(ctx: TagContext, settings: IndexSettings, staged: DataFrame, touched: list[str],
             by_group: dict[tuple[str, str], FileSlice]) -> Tagged:
-    """Every record to its bucket's file group (an existing one in ``FILE_ID``)."""
-    existing: dict[str, str] = {}
+    """Every record to its bucket's file group (an existing one in ``FILE_ID``).
+
+    The stored groups are a literal array, ``buckets`` entries per partition that has any
+    (null: no group yet), read at the record's (partition place, bucket): no string is
+    built per record, and the lookup costs the same however many groups there are.
+    """
+    buckets = settings.num_buckets
+    existing: dict[tuple[str, int], str] = {}
     for partition, file_id in sorted(by_group):
         prefix = file_id[:8]
-        if prefix.isdigit():
-            existing.setdefault(f"{partition}/{int(prefix)}", file_id)
-    # The bucket is computed once (a column of its own: Spark does not inline it into the
-    # two expressions that use it), and dropped by the writer (WORK_COLUMNS).
-    bucket = F.col(_BUCKET)
-    where = F.concat(F.coalesce(F.col(PARTITION_PATH), F.lit("")), F.lit("/"),
-                     bucket.cast("string"))
-    lookup = (F.create_map(*[F.lit(v) for pair in existing.items() for v in pair])[where]
-              if existing else F.lit(None).cast("string"))
-    frame = staged.withColumn(_BUCKET, bucket_id(settings)).withColumn(FILE_ID, lookup)
+        if prefix.isdigit() and int(prefix) < buckets:
+            existing.setdefault((partition, int(prefix)), file_id)
+    held = sorted({partition for partition, _ in existing})
+    groups = _strings([existing.get((p, b)) for p in held for b in range(buckets)])
+
+    # Each use computes the bucket again rather than reading a column of its own: the bucket
+    # calls Java through ``reflect``, which Spark takes as nondeterministic, so a bucket
+    # column would cost a projection more (a copy of every record, all its columns) while
+    # one expression is evaluated in the projection that uses it, once per record that
+    # needs it. The writer replaces FILE_ID with ``place``'s, so Spark drops the first.
+    def stored_group() -> Column:
+        if not existing:
+            return F.lit(None).cast("string")
+        return F.get(groups, _position(held) * F.lit(buckets) + bucket_id(settings))
+
+    frame = staged.withColumn(FILE_ID, stored_group())
 
     def place(tagged: DataFrame) -> tuple[DataFrame, int]:
-        placed = tagged.withColumn(FILE_ID, F.coalesce(F.col(FILE_ID),
-                                                       _bucket_file_ids(bucket, touched)))
-        return placed, settings.num_buckets * max(1, len(touched))
+        placed = tagged.withColumn(FILE_ID, F.coalesce(
+            stored_group(), _bucket_file_ids(bucket_id(settings), touched)))
+        return placed, buckets * max(1, len(touched))
 
     def stored() -> DataFrame:
         slices = list(by_group.values())
@@ -528,7 +564,18 @@ def _bucket(ctx: TagContext, settings: IndexSettings, staged: DataFrame, touched
     return Tagged(frame, by_group, stored=stored, place=place)
 
 
-def overwrite_buckets(staged: DataFrame, settings: IndexSettings) -> DataFrame:
+def overwrite_buckets(staged: DataFrame, settings: IndexSettings,
+                      partitions: list[str] | None = None) -> DataFrame:
     """``staged`` with ``FILE_ID`` naming new file groups, one per bucket (an overwrite:
-    the ids differ from the groups it replaces, as Hudi's ``newBucketFileIdPrefix``)."""
-    return staged.withColumn(FILE_ID, bucket_file_id(bucket_id(settings), new_file_id()))
+    the ids differ from the groups it replaces, as Hudi's ``newBucketFileIdPrefix``).
+
+    ``partitions``: the partitions the records go to, when the caller knows them: their
+    part of the ids is then computed once on the driver, not as an MD5 per record (the
+    same ids; a record of another partition still gets its MD5).
+    """
+    salt = new_file_id()
+    per_record = bucket_file_id(bucket_id(settings), salt)
+    if partitions is None:
+        return staged.withColumn(FILE_ID, per_record)
+    return staged.withColumn(FILE_ID, F.coalesce(
+        _bucket_file_ids(bucket_id(settings), partitions, salt), per_record))

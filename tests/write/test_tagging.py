@@ -351,7 +351,10 @@ def _hudi_bucket(key: str, fields: list[str], buckets: int) -> int:
 @pytest.mark.parametrize("fields", [["a", "b"], ["b"]])
 def test_bucket_ids_are_hudis(hudi_session: HudiSession, fields: list[str]) -> None:
     keys = ["abc", "k001", "z\u00e9\U0001f600", "a:1,b:x", "a:1,b:y", "b:__null__,a:2",
-            "a:__empty__,b:q", "a:1", "plain,comma"]
+            "a:__empty__,b:q", "a:1", "plain,comma", "", "\U0001f600\U0001f601",
+            # Values with ':' or none, repeated and unlisted fields, non-ASCII around ':'.
+            "a:1:2,b:", "a:,b:c", ":x,a:y", "b:1,a:2,b:3", "a:\U0001f600,b:\u00e9",
+            "\u4e2d:\u6587,b:\uffff", "a:x,b:__null__x"]
     settings = IndexSettings(BUCKET, 7, tuple(fields))
     df = hudi_session.spark.createDataFrame([(k,) for k in keys], f"{RECORD_KEY} string")
     got = {r[0]: r[1] for r in df.select(RECORD_KEY, bucket_id(settings)).collect()}
@@ -363,15 +366,23 @@ def test_new_bucket_file_ids_from_the_driver_are_the_per_record_ones(
         hudi_session: HudiSession) -> None:
     """The writer names a new bucket's file group from digests computed once per partition
     on the driver; they are exactly :func:`bucket_file_id`'s (an MD5 per record), so two
-    writers creating one bucket still name the same file group."""
+    writers creating one bucket still name the same file group (and an overwrite's salted
+    ids are its own)."""
     from pyspark.sql import functions as F
 
     parts = ["city=sf", "city=la", "", "a=1/b=x\u00e9"]
     rows = [(p, b) for p in parts for b in (0, 3, 12345678)]
     df = hudi_session.spark.createDataFrame(rows, f"{PARTITION_PATH} string, b int")
-    got = df.select(bucket_file_id(F.col("b")).alias("per_record"),
-                    _bucket_file_ids(F.col("b"), parts).alias("driver")).collect()
+    got = df.select(PARTITION_PATH, bucket_file_id(F.col("b")).alias("per_record"),
+                    _bucket_file_ids(F.col("b"), parts).alias("driver"),
+                    bucket_file_id(F.col("b"), "s1").alias("salted"),
+                    _bucket_file_ids(F.col("b"), parts[1:], "s1").alias("salted_driver"),
+                    ).collect()
     assert all(r.per_record == r.driver for r in got)
+    # An overwrite's salted ids too; a partition not listed gets null (the per-record id).
+    assert all(r.salted == r.salted_driver for r in got if r[PARTITION_PATH] != parts[0])
+    assert all(r.salted_driver is None for r in got if r[PARTITION_PATH] == parts[0])
+    assert not {r.salted for r in got} & {r.driver for r in got}
     assert len({r.driver for r in got}) == len(rows)
     assert got[0].driver.startswith("00000000-") and got[0].driver.endswith("-0")
 
