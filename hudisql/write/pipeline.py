@@ -189,6 +189,9 @@ _TARGET = "_hudisql_insert_target"
 #: A record's file group as a number (an index into the write's layout), shuffled instead
 #: of its key, partition path and file id (:func:`_restored`).
 _GROUP = "_hudisql_group"
+#: A record's write task's repartition key (:mod:`hudisql.write.task_balance`), when the
+#: records are not slim.
+_TASK = "_hudisql_task"
 _STATS_SCHEMA = StructType([StructField("stat", StringType()), StructField("attempt", LongType()),
                             StructField("changes", BinaryType()),
                             StructField("ranges", StringType())])
@@ -334,6 +337,8 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
         attempt = 0 if ctx is None else ctx.attemptNumber()
         # One reordering, then each file group is a contiguous slice (no per-group filter).
         data = pa.Table.from_batches(rows)
+        if _TASK in data.column_names:
+            data = data.drop_columns([_TASK])
         slim = _GROUP in data.column_names
         data, groups = _grouped_by(data, _GROUP if slim else _FILE_ID)
         table = HudiTable.open(spec.path)
@@ -701,7 +706,7 @@ class SparkWriter:
         sunk: frozenset[tuple[str, str]] = frozenset()
         small: dict[str, list[SmallFile]] = {}
         if op in OVERWRITES and bucketed:  # new file groups, one per bucket
-            tagged = overwrite_buckets(staged, self._index)
+            tagged = overwrite_buckets(staged, self._index, [str(p) for p in counts])
             slices: dict[tuple[str, str], FileSlice] = {}
         elif op in OVERWRITES or (op == "bulk_insert" and not bucketed):
             tagged = staged.withColumn(_FILE_ID, F.lit(None).cast("string"))
@@ -777,9 +782,10 @@ class SparkWriter:
                 tagged = tagged.withColumn(_GROUP, number).drop(
                     RECORD_KEY, PARTITION_PATH, _FILE_ID)
                 key = task_column(placed, groups, F.col(_GROUP))
-            else:
+            else:  # a column of its own: Spark refuses a lambda in a repartition key
                 layout = []
-                key = task_column(placed, groups, number)
+                tagged = tagged.withColumn(_TASK, task_column(placed, groups, number))
+                key = F.col(_TASK)
         fault = self.options.get(FAULT_AFTER_FILES)
         writer = _write_slices(spec, op, instant, slices, int(fault) if fault else None,
                                expressions, rewrite, row_change_columns(table),

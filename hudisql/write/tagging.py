@@ -495,12 +495,17 @@ def _bucket_file_ids(bucket: Column, partitions: list[str], salt: str = "") -> C
     """:func:`bucket_file_id` for records of ``partitions``, the partitions' part of the id
     computed here once instead of an MD5 per record (null for another partition)."""
     partitions = list(dict.fromkeys(partitions))
-    suffixes = []
+    return F.concat(F.lpad(bucket.cast("string"), 8, "0"),
+                    F.get(_strings(_bucket_suffixes(partitions, salt)), _position(partitions)))
+
+
+def _bucket_suffixes(partitions: list[str], salt: str = "") -> list[str]:
+    """Each partition's part of its new bucket file ids (after the 8-digit bucket)."""
+    out = []
     for partition in partitions:
         digest = hashlib.md5((partition + salt).encode("utf-8")).hexdigest()
-        suffixes.append(f"-{digest[:4]}-{digest[4:8]}-{digest[8:12]}-{digest[12:24]}-0")
-    return F.concat(F.lpad(bucket.cast("string"), 8, "0"),
-                    F.get(_strings(suffixes), _position(partitions)))
+        out.append(f"-{digest[:4]}-{digest[4:8]}-{digest[8:12]}-{digest[12:24]}-0")
+    return out
 
 
 def _strings(values: Sequence[str | None]) -> Column:
@@ -561,7 +566,14 @@ def _bucket(ctx: TagContext, settings: IndexSettings, staged: DataFrame, touched
             return frame.limit(0)
         return frame.join(existing_keys(ctx, slices), [PARTITION_PATH, RECORD_KEY], "left_semi")
 
-    return Tagged(frame, by_group, stored=stored, place=place)
+    # Every group a record can go to is known: (partition place, bucket) numbers them, the
+    # stored one or the one ``place`` names, so the writer can ship numbers, not file ids.
+    places = list(dict.fromkeys(touched))
+    layout = [(p, existing.get((p, b)) or f"{b:08d}{suffix}")
+              for p, suffix in zip(places, _bucket_suffixes(places), strict=True)
+              for b in range(buckets)]
+    number = _position(places) * F.lit(buckets) + bucket_id(settings)
+    return Tagged(frame, by_group, stored=stored, place=place, numbered=(layout, number))
 
 
 def overwrite_buckets(staged: DataFrame, settings: IndexSettings,
