@@ -175,16 +175,23 @@ def test_limit_zero_turns_small_files_off(hudi_session: HudiSession,
     assert spark_rows(handle) == _expected(first, more)
 
 
-def test_capacity_bounds_what_a_small_file_takes(
-        hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
+def _room_for_five(hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]
+                   ) -> tuple[HudiTableHandle, list[Row], str, dict[str, str], int]:
+    """A copy-on-write table of 4 rows in one small file group, and the write options that
+    leave that file room for 5 records of 1000 bytes (with the file's size)."""
     handle = new_table("COPY_ON_WRITE", partitioned=False)
     first = _rows(4)
     handle.insert(frame(hudi_session, first))
     (group,) = _slices(handle)
     size = _slices(handle)[group].total_size
-    # Room for 5 records of 1000 bytes: of 200 inserts, about 5 go there (by key hash);
-    # the rest make new file groups.
-    options = {MAX_FILE_SIZE: str(size + 5000), RECORD_SIZE_ESTIMATE: "1000"}
+    return handle, first, group, {MAX_FILE_SIZE: str(size + 5000),
+                                  RECORD_SIZE_ESTIMATE: "1000"}, size
+
+
+def test_capacity_bounds_what_a_small_file_takes(
+        hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle]) -> None:
+    # Of 200 inserts, about 5 go to the small file (by key hash); the rest make new groups.
+    handle, first, group, options, size = _room_for_five(hudi_session, new_table)
     more = _rows(200, start=1000)
     handle.upsert(frame(hudi_session, more), **options)
     slices = _slices(handle)
@@ -202,12 +209,7 @@ def test_inserts_are_counted_after_the_lookup_not_bounded_by_the_records(
     """Room for 5 records; the upsert has 4 updates and 5 new keys (one twice): 10 records
     but 5 inserts, so all go to the small file, as Hudi's partitioner places its exact
     insert count (before, the records' count was shared out and a new group made)."""
-    handle = new_table("COPY_ON_WRITE", partitioned=False)
-    first = _rows(4)
-    handle.insert(frame(hudi_session, first))
-    (group,) = _slices(handle)
-    size = _slices(handle)[group].total_size
-    options = {MAX_FILE_SIZE: str(size + 5000), RECORD_SIZE_ESTIMATE: "1000"}
+    handle, first, group, options, _ = _room_for_five(hudi_session, new_table)
     upsert = [*_rows(4, ts=2), *_rows(5, start=100), ("k0100", 3, "rider-y", 7.0, "sf")]
     handle.upsert(frame(hudi_session, upsert), **options)
     assert list(_slices(handle)) == [group], "every insert fits the small file"
