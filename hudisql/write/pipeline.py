@@ -56,6 +56,7 @@ The :class:`~hudisql.txn.transaction.Transaction` wraps it all in Hudi's commit 
 from __future__ import annotations
 
 import base64
+import collections
 import dataclasses
 import itertools
 import json
@@ -155,7 +156,6 @@ from hudisql.write.staging import (
 )
 from hudisql.write.tagging import (
     FILE_ID,
-    WORK_COLUMNS,
     TagContext,
     Tagged,
     overwrite_buckets,
@@ -762,7 +762,6 @@ class SparkWriter:
                     sizing.insert_split_size)
                 shares.update({(p, f.file_slice.file_id): counts.get(p, 0)
                                for p, f in sinks.items()})
-        tagged = tagged.drop(*WORK_COLUMNS)  # tagging's own columns (none for most types)
         # Every file group in one task; no more tasks than groups or than twice the cores
         # (a task writes its groups one after the other: per-task start-up is the cost).
         groups = max(1, min(len(slices) + new_groups, 2 * self._parallelism()))
@@ -811,25 +810,17 @@ class SparkWriter:
             return None
         if tagging.numbered is not None:  # the index names every group (BUCKET)
             layout, number = tagging.numbered
-            per_partition: dict[str, int] = {}
-            for partition, _ in layout:
-                per_partition[partition] = per_partition.get(partition, 0) + 1
-            work = {}
-            for group in layout:  # an even part of the partition's records; COW rewrites
-                base = slices[group].base_file if group in slices else None
-                work[group] = counts.get(group[0], 0) / per_partition[group[0]] * record_size \
-                    + (base.size if base is not None and not spec.is_mor else 0)
-            return layout, number, work
-        if self._index.index_type == BUCKET:
+            return layout, number, _group_work(layout, slices, counts, shares, tagging.held,
+                                               rewrite, not spec.is_mor, record_size)
+        if tagging.place is not None:  # the index names new groups in Spark alone
             return None
-        work = _group_work(slices, counts, shares, tagging.held, rewrite, not spec.is_mor,
-                           record_size)
-        layout = sorted(work)
+        layout = sorted({*slices, *shares})
         if len({fid for _, fid in layout}) != len(layout):
             return None
         number = F.create_map(*[v for i, (_, fid) in enumerate(layout)
                                 for v in (F.lit(fid), F.lit(i))])[F.col(_FILE_ID)]
-        return layout, number, work
+        return layout, number, _group_work(layout, slices, counts, shares, tagging.held,
+                                           rewrite, not spec.is_mor, record_size)
 
     def _results(self, rows: list[dict[str, Any]], progress: Progress
                  ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:
@@ -998,7 +989,8 @@ class SparkWriter:
             shares, new_ids = insert_shares(
                 count, small.get(partition, []) if partition is not None else [], per_file)
             total += new_ids
-            taken.update(((str(partition), fid), n) for fid, n in shares)
+            if partition is not None:  # (records of no partition are deletes: no share)
+                taken.update(((partition, fid), n) for fid, n in shares)
             plans.append((partition, [fid for fid, _ in shares],
                           list(itertools.accumulate(size for _, size in shares))))
         if not plans:
@@ -1027,27 +1019,29 @@ class SparkWriter:
             _FILE_ID, F.coalesce(F.col(_FILE_ID), chosen)).drop(_TARGET), total, taken
 
 
-def _group_work(slices: Mapping[tuple[str, str], FileSlice], counts: Mapping[str | None, int],
-                shares: Mapping[tuple[str, str], int],
+def _group_work(groups: Sequence[tuple[str, str]], slices: Mapping[tuple[str, str], FileSlice],
+                counts: Mapping[str | None, int], shares: Mapping[tuple[str, str], int],
                 held: Mapping[tuple[str, str], int] | None,
                 rewrite: frozenset[tuple[str, str]], copy_on_write: bool,
                 record_size: float) -> dict[tuple[str, str], float]:
-    """Each file id's estimated write work, in bytes (:mod:`hudisql.write.task_balance`):
-    the records it gets (its updates as the lookup counted them, else an even part of its
-    partition's records; plus its share of the inserts), times ``record_size``; plus its
+    """Each of the (partition, file id) ``groups``' estimated write work, in bytes
+    (:mod:`hudisql.write.task_balance`): the records it gets, times ``record_size`` (its
+    updates as the lookup counted them, else an even part of its partition's records,
+    none for a new group that takes a share of the inserts; plus that share); plus its
     base file when the task rewrites it (copy-on-write, or a small file taking inserts)."""
-    per_partition: dict[str, int] = {}
-    for partition, _ in slices:
-        per_partition[partition] = per_partition.get(partition, 0) + 1
+    per_partition = collections.Counter(partition for partition, _ in groups)
     work: dict[tuple[str, str], float] = {}
-    for group, file_slice in slices.items():
-        partition = group[0]
-        updates = (held.get(group, 0) if held is not None
-                   else counts.get(partition, 0) / per_partition[partition])
+    for group in groups:
+        file_slice = slices.get(group)
         inserts = shares.get(group, 0)
+        if held is not None:
+            updates: float = held.get(group, 0)
+        elif file_slice is None and group in shares:  # a new group takes inserts only
+            updates = 0
+        else:
+            updates = counts.get(group[0], 0) / per_partition[group[0]]
+        base = file_slice.base_file if file_slice is not None else None
         rewritten = copy_on_write or (group in rewrite and inserts > 0)
-        base = file_slice.base_file.size if rewritten and file_slice.base_file else 0
-        work[group] = base + (updates + inserts) * record_size
-    for group, inserts in shares.items():
-        work.setdefault(group, inserts * record_size)
+        work[group] = (base.size if rewritten and base is not None else 0) + (
+            updates + inserts) * record_size
     return work

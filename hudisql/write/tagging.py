@@ -60,7 +60,7 @@ from hudisql.table.write.records import PARTITION_PATH, RECORD_KEY
 from hudisql.write.driver_lookup import driver_located, fits_driver
 from hudisql.write.index_settings import BLOOM, BUCKET, RECORD_INDEX, SIMPLE, IndexSettings
 
-__all__ = ["FILE_ID", "KEYS_SCHEMA", "META_FIELDS", "WORK_COLUMNS", "TagContext", "Tagged",
+__all__ = ["FILE_ID", "KEYS_SCHEMA", "META_FIELDS", "TagContext", "Tagged",
            "bucket_file_id",
            "bucket_id", "existing_keys", "keys_in_base_file", "overwrite_buckets",
            "tag_records"]
@@ -85,9 +85,6 @@ _NULL_KEY_PART = "__null__"
 _EMPTY_KEY_PART = "__empty__"
 _INT32 = 1 << 32
 _INDEX = "_hudisql_slice"
-#: Columns tagging adds for its own use, besides ``FILE_ID``: the writer drops them (none
-#: now; ``BUCKET`` had its bucket column, see :func:`_bucket`).
-WORK_COLUMNS: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
