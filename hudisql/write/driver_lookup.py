@@ -30,7 +30,7 @@ and the whole upsert (small files off) 2.6 s against 3.3 s (the tables of
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -55,6 +55,7 @@ __all__ = [
     "driver_located",
     "driver_lookup_max_records",
     "fits_driver",
+    "stored_matches",
 ]
 
 #: The write option: the most records whose ``SIMPLE`` lookup joins on the driver (0: never).
@@ -115,6 +116,23 @@ class Located:
 def driver_located(staged: DataFrame, table: HudiTable, slices: Sequence[FileSlice]
                    ) -> Located:
     """The stored keys of ``slices`` that a record of ``staged`` has (module notes)."""
+    _, wanted, found = stored_matches(
+        table, slices, lambda: staged.select(PARTITION_PATH, RECORD_KEY).toArrow())
+    return Located(_packed(staged, found), _unmatched(wanted, found),
+                   {(f.partition_path, f.file_id): len(keys) for f, keys in found})
+
+
+def stored_matches(table: HudiTable, slices: Sequence[FileSlice],
+                   collect: Callable[[], pa.Table]
+                   ) -> tuple[pa.Table, dict[str, pa.Array], list[tuple[FileSlice, pa.Array]]]:
+    """What ``collect`` returns (records with ``PARTITION_PATH`` and ``RECORD_KEY``: the
+    keys alone, or whole records for :mod:`hudisql.write.driver_write`), its distinct keys
+    per partition, and each of ``slices`` with the stored keys that some record of its
+    partition has (slices holding none left out).
+
+    The stored keys do not depend on the records: they are read on up to :data:`_READERS`
+    threads while ``collect`` runs (up to :data:`PREFETCH_BYTES` of slices; the rest after).
+    """
     head = table.timeline.last_completed()
     as_of = head.timestamp if head else None
 
@@ -124,8 +142,6 @@ def driver_located(staged: DataFrame, table: HudiTable, slices: Sequence[FileSli
         return keys.cast(pa.string()).combine_chunks()
 
     with ThreadPoolExecutor(min(_READERS, max(1, len(slices)))) as pool:
-        # The stored keys do not depend on the records: they are read while Spark collects
-        # the records' keys (up to :data:`PREFETCH_BYTES` of slices; the rest after).
         early: dict[int, Future[pa.Array]] = {}
         budget = PREFETCH_BYTES
         for i, file_slice in enumerate(slices):
@@ -133,7 +149,8 @@ def driver_located(staged: DataFrame, table: HudiTable, slices: Sequence[FileSli
             if budget < 0:
                 break
             early[i] = pool.submit(stored_keys, file_slice)
-        wanted = _keys_by_partition(staged.select(PARTITION_PATH, RECORD_KEY).toArrow())
+        collected = collect()
+        wanted = _keys_by_partition(collected.select([PARTITION_PATH, RECORD_KEY]))
 
         def matches(i: int, file_slice: FileSlice) -> tuple[FileSlice, pa.Array] | None:
             want = wanted.get(file_slice.partition_path)
@@ -147,8 +164,7 @@ def driver_located(staged: DataFrame, table: HudiTable, slices: Sequence[FileSli
 
         found = [m for m in pool.map(matches, range(len(slices)), slices)
                  if m is not None and len(m[1])]
-    return Located(_packed(staged, found), _unmatched(wanted, found),
-                   {(f.partition_path, f.file_id): len(keys) for f, keys in found})
+    return collected, wanted, found
 
 
 def _slice_bytes(file_slice: FileSlice) -> int:

@@ -23,9 +23,9 @@ The helpers here work on Arrow tables in the driver (no Spark job);
 from __future__ import annotations
 
 import math
-import zlib
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -196,26 +196,39 @@ def place_inserts(tagged: pa.Table, counts: Mapping[str | None, int],
                   small: Mapping[str, list[SmallFile]], per_file: int
                   ) -> tuple[pa.Table, int]:
     """Untagged records (inserts) to the partition's small file groups, then to new ones,
-    by the hash of their key, with the shares the Spark writer gives them
-    (``SparkWriter._assign_new_groups``); returns the tagged rows and the new ids' count."""
-    shares_of: dict[str | None, tuple[list[str], list[int]]] = {}
+    with the shares the Spark writer gives them (``SparkWriter._assign_new_groups``); returns
+    the tagged rows and the new ids' count.
+
+    Within a partition, each distinct key (numbered in the order the rows first have it)
+    takes the share its number falls in, modulo the shares' total: every record of a key
+    goes to one group, and the groups get their shares exactly where ``counts`` are the
+    distinct inserts (the Spark writer's hash meets them only on average).
+    """
+    ids = tagged.column(FILE_ID).combine_chunks()
+    inserts = pc.is_null(ids).to_numpy(zero_copy_only=False)
+    paths = pc.dictionary_encode(tagged.column(PARTITION_PATH)).combine_chunks()
+    codes = paths.indices.to_numpy(zero_copy_only=False)
+    keys = tagged.column(RECORD_KEY).combine_chunks()
+    names: list[str] = []
+    choice = np.full(len(ids), -1, dtype=np.int64)  # index into names, -1: keeps its id
     total = 0
+    code_of = {path: code for code, path in enumerate(paths.dictionary.to_pylist())}
     for partition, count in counts.items():
         shares, new_ids = insert_shares(
             count, small.get(partition, []) if partition is not None else [], per_file)
         total += new_ids
-        bounds, running = [], 0
-        for _, size in shares:
-            running += size
-            bounds.append(running)
-        shares_of[partition] = ([fid for fid, _ in shares], bounds)
-    ids = tagged.column(FILE_ID).to_pylist()
-    paths = tagged.column(PARTITION_PATH).to_pylist()
-    keys = tagged.column(RECORD_KEY).to_pylist()
-    for i, (fid, path, key) in enumerate(zip(ids, paths, keys, strict=True)):
-        if fid is None and path in shares_of:
-            names, bounds = shares_of[path]
-            slot = zlib.crc32(key.encode("utf-8")) % bounds[-1]
-            ids[i] = names[sum(1 for b in bounds if b <= slot)]
+        if not shares or partition not in code_of:
+            continue
+        at = np.flatnonzero(inserts & (codes == code_of[partition]))
+        if not len(at):
+            continue
+        number = pc.dictionary_encode(keys.take(pa.array(at))).indices.to_numpy(
+            zero_copy_only=False)
+        bounds = np.cumsum([size for _, size in shares])
+        choice[at] = len(names) + np.searchsorted(bounds, number % bounds[-1], side="right")
+        names += [fid for fid, _ in shares]
+    if names:
+        placed = pa.array(names, pa.string()).take(pa.array(choice, mask=choice < 0))
+        ids = pc.coalesce(ids, placed)
     index = tagged.schema.get_field_index(FILE_ID)
-    return tagged.set_column(index, FILE_ID, pa.array(ids, pa.string())), total
+    return tagged.set_column(index, FILE_ID, ids), total

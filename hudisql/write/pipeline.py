@@ -63,6 +63,7 @@ import json
 import pickle
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,7 +137,15 @@ from hudisql.txn.transaction import (
     StepHook,
     Transaction,
 )
-from hudisql.write.driver_lookup import driver_lookup_max_records
+from hudisql.write.driver_lookup import driver_lookup_max_records, fits_driver, stored_matches
+from hudisql.write.driver_write import MAX_BYTES as DRIVER_MAX_BYTES
+from hudisql.write.driver_write import OPERATIONS as DRIVER_OPERATIONS
+from hudisql.write.driver_write import (
+    driver_max_records,
+    local_master,
+    record_bytes,
+    tag_matched,
+)
 from hudisql.write.index_settings import BLOOM, BUCKET, SIMPLE, IndexSettings
 from hudisql.write.local_write import (
     LOCAL_OPERATIONS,
@@ -358,20 +367,24 @@ def _write_slices(spec: _TableSpec, operation: str, instant: str,
                 group = _resolve_sink(table, slices[(partition, file_id)], group)
                 if not group.num_rows:
                     continue
-            stat, changes, ranges = _write_group(
+            yield pa.RecordBatch.from_pylist([_stat_row(*_write_group(
                 table, spec, operation, instant, token, attempt, group,
                 slices.get((partition, file_id)), partition, file_id, expressions,
                 (partition, file_id) in rewrite, change_columns, stats_columns,
-                (compacting or {}).get((partition, file_id)))
-            yield pa.RecordBatch.from_pylist(
-                [{"stat": json.dumps(stat.to_dict()), "attempt": attempt,
-                  "changes": None if changes is None else changes.to_ipc(),
-                  "ranges": None if ranges is None else base64.b64encode(
-                      pickle.dumps(ranges)).decode("ascii")}],
-                schema=_STATS_ARROW)
+                (compacting or {}).get((partition, file_id))), attempt)], schema=_STATS_ARROW)
             if fault_after is not None and attempt == 0 and written >= fault_after:
                 raise RuntimeError(f"injected failure after {written} file(s) of {instant}")
     return profiled(write)
+
+
+def _stat_row(stat: WriteStat, changes: RowChanges | None, ranges: list[ColumnRange] | None,
+              attempt: int) -> dict[str, Any]:
+    """A written group's result row (:data:`_STATS_ARROW`), as :meth:`SparkWriter._results`
+    reads it."""
+    return {"stat": json.dumps(stat.to_dict()), "attempt": attempt,
+            "changes": None if changes is None else changes.to_ipc(),
+            "ranges": None if ranges is None else base64.b64encode(
+                pickle.dumps(ranges)).decode("ascii")}
 
 
 def _grouped_by(data: pa.Table, column: str) -> tuple[pa.Table, list[tuple[Any, int]]]:
@@ -589,6 +602,7 @@ class SparkWriter:
         _check_columns(df, spec, op)
         sizing = SmallFileSettings.parse(self.options, spec.name)  # refused before any instant
         self._driver_lookup = driver_lookup_max_records(self.options, spec.name)  # so is this
+        driver_max = driver_max_records(self.options, spec.name)  # and this
         self._index = IndexSettings.resolve(  # so is a bad index type
             self.options, table, lookup=op != "bulk_insert" and op not in OVERWRITES)
         if expressions is not None and (op != "upsert" or not spec.is_mor):
@@ -617,10 +631,15 @@ class SparkWriter:
                 try:
                     if spec.keyless:
                         staged = with_generated_keys(staged, instant)
+                    listed = None if local is not None else self._driver_slices(
+                        op, spec, txn.table, counts, expressions, sizing, driver_max)
                     if local is not None:
                         stats, changes = self._tag_and_write_local(
                             local, counts, op, spec, txn.table, instant, expressions, sizing,
                             progress)
+                    elif listed is not None:
+                        stats, changes = self._tag_and_write_driver(
+                            staged, op, spec, txn.table, instant, sizing, progress, listed)
                     else:
                         stats, changes = self._tag_and_write(
                             staged, counts, op, spec, txn.table, instant, expressions,
@@ -881,6 +900,48 @@ class SparkWriter:
         head = table.timeline.last_completed()
         touched = [str(p) for p in counts] if with_partition else None
         tagged, slices = tag_rows(table, staged, touched, head.timestamp if head else None)
+        return self._write_from_driver(tagged, slices, op, spec, table, instant, expressions,
+                                       sizing, progress)
+
+    def _driver_slices(self, op: str, spec: _TableSpec, table: HudiTable,
+                       counts: Mapping[str | None, int], expressions: Mapping[str, str] | None,
+                       sizing: SmallFileSettings, limit: int) -> list[FileSlice] | None:
+        """The touched partitions' latest slices when the driver writes this write's
+        records (:mod:`hudisql.write.driver_write`), else None: the Spark tasks write."""
+        records = sum(counts.values())
+        if (not limit or records > limit or op not in DRIVER_OPERATIONS
+                or expressions is not None or spec.keyless
+                or self._index.index_type != SIMPLE or self.options.get(FAULT_AFTER_FILES)
+                or any(p is None for p in counts)
+                or local_master(self.spark.conf.get("spark.master", None)) is None):
+            return None
+        # What the base files hold per record (no estimate: 0 when none was written).
+        stored = average_record_size(table.timeline, dataclasses.replace(
+            sizing, limit=0, record_size_estimate=0))
+        if records * record_bytes(spec.arrow_schema, stored) > DRIVER_MAX_BYTES:
+            return None
+        listed = table.file_slices(partitions=[str(p) for p in counts])
+        return listed if fits_driver(records, limit, listed) else None
+
+    def _tag_and_write_driver(self, staged: DataFrame, op: str, spec: _TableSpec,
+                              table: HudiTable, instant: str, sizing: SmallFileSettings,
+                              progress: Progress, listed: list[FileSlice]
+                              ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:
+        """The staged records collected (Spark's one job) while the driver reads the stored
+        keys of ``listed``, tagged and written by the driver (:mod:`hudisql.write.driver_write`)."""
+        rows, _, found = stored_matches(table, listed, staged.toArrow)
+        return self._write_from_driver(
+            tag_matched(rows, found, _FILE_ID),
+            {(s.partition_path, s.file_id): s for s in listed}, op, spec, table, instant, None,
+            sizing, progress)
+
+    def _write_from_driver(self, tagged: pa.Table, slices: dict[tuple[str, str], FileSlice],
+                           op: str, spec: _TableSpec, table: HudiTable, instant: str,
+                           expressions: Mapping[str, str] | None,
+                           sizing: SmallFileSettings, progress: Progress
+                           ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:
+        """Tagged records (``_FILE_ID`` null: no group holds the key) placed and written by
+        the driver, each file group by one of a pool of threads (as many as Spark's cores)."""
         stored = pc.is_valid(tagged.column(_FILE_ID))
         if op == "insert" and pc.any(stored).as_py():
             key = tagged.filter(stored).column(RECORD_KEY)[0].as_py()
@@ -893,10 +954,9 @@ class SparkWriter:
         else:
             if IS_DELETED in tagged.column_names:  # deletes of absent keys: nothing to do
                 marked = pc.fill_null(tagged.column(IS_DELETED), False)
-                tagged = tagged.filter(pc.or_kleene(stored, pc.invert(marked)))
-            held = clustered_groups(table.timeline)
-            small = small_files([s for k, s in slices.items() if k not in held], spec.is_mor,
-                                sizing, average_record_size(table.timeline, sizing))
+                tagged = tagged.filter(pc.or_kleene(pc.is_valid(tagged.column(_FILE_ID)),
+                                                    pc.invert(marked)))
+            small = self._small_files(list(slices.values()), table, spec, sizing)
             if spec.is_mor:
                 rewrite = frozenset((p, f.file_slice.file_id)
                                     for p, files in small.items() for f in files)
@@ -912,10 +972,45 @@ class SparkWriter:
                                  strict=True)),
                 small, sizing.insert_split_size)
         progress.stage("writing file slices", total=len(slices) + new_groups)
-        writer = _write_slices(spec, op, instant, slices, None, expressions, rewrite,
-                               row_change_columns(table), file_stats_columns(table))
-        rows = [r for batch in writer(iter(tagged.to_batches())) for r in batch.to_pylist()]
-        return self._results(rows, progress)
+        compacting = pending_compaction_bases(table.timeline) if spec.is_mor else {}
+        change_columns, stats_columns = row_change_columns(table), file_stats_columns(table)
+        # Each group's rows, taken by the thread that writes it: (partition, file id) ->
+        # the rows' positions, from one stable sort of the groups' numbers.
+        encoded = pc.dictionary_encode(tagged.column(_FILE_ID)).combine_chunks()
+        if encoded.indices.null_count:  # every record was given a group: a bug if not
+            raise WriteError(f"table {spec.name}: {encoded.indices.null_count} record(s) "
+                             f"reached the write of {instant} without a file group")
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        order = np.argsort(codes, kind="stable")
+        ends = np.cumsum(np.bincount(codes, minlength=len(encoded.dictionary)))
+        paths = tagged.column(PARTITION_PATH).combine_chunks()
+        groups = []
+        for code, file_id in enumerate(encoded.dictionary.to_pylist()):
+            at = order[ends[code - 1] if code else 0:ends[code]]
+            groups.append(((paths[int(at[0])].as_py(), file_id), at))
+        # Heaviest first (a rewritten base file, then by records), so that no thread is
+        # left with a large group at the end.
+        size = {key: f.base_file.size for key, f in slices.items()
+                if key in rewrite and f.base_file is not None}
+        groups.sort(key=lambda g: -(size.get(g[0], 0) + len(g[1])))
+        token = write_token(0, 0, 0)  # a driver write: one attempt
+
+        def write(group: tuple[tuple[str, str], np.ndarray]) -> dict[str, Any]:
+            (partition, file_id), at = group
+            key = (partition, file_id)
+            return _stat_row(*_write_group(
+                HudiTable.open(spec.path), spec, op, instant, token, 0,
+                tagged.take(pa.array(at)), slices.get(key), partition, file_id, expressions,
+                key in rewrite, change_columns, stats_columns, compacting.get(key)), 0)
+
+        threads = min(len(groups), self._parallelism())
+        with MarkerWatch(progress, table.storage, instant):
+            if threads <= 1:
+                written = [write(g) for g in groups]
+            else:
+                with ThreadPoolExecutor(threads, thread_name_prefix="hudisql-write") as pool:
+                    written = list(pool.map(write, groups))
+        return self._results(written, progress)
 
     def _tag(self, staged: DataFrame, spec: _TableSpec, table: HudiTable,
              touched: list[str] | None, listed: list[FileSlice] | None = None,
@@ -941,20 +1036,13 @@ class SparkWriter:
         master's threads (``local[N]``, ``local[*]``: the cores); else a cluster's
         ``spark.executor.instances`` x ``spark.executor.cores``; else
         ``spark.sql.shuffle.partitions``."""
-        import os
-        import re
-
         conf = self.spark.conf
         configured = conf.get("spark.default.parallelism", None)
         if configured:
             return max(1, int(configured))
-        master = (conf.get("spark.master", None) or "").strip()
-        local = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master)
-        if local is not None:
-            threads = local.group(1)
-            if threads is None:
-                return 1
-            return max(1, os.cpu_count() or 1) if threads == "*" else max(1, int(threads))
+        threads = local_master(conf.get("spark.master", None))
+        if threads is not None:
+            return threads
         instances = conf.get("spark.executor.instances", None)
         cores = conf.get("spark.executor.cores", None)
         if instances and cores:

@@ -11,6 +11,7 @@ import pytest
 
 from hudisql.errors import WriteError
 from hudisql.session import HudiSession, HudiTableHandle
+from hudisql.write.driver_write import DRIVER_MAX_RECORDS
 from hudisql.write.local_write import LOCAL_MAX_RECORDS
 from tests.write.trips import Row, frame, spark_rows
 
@@ -29,7 +30,7 @@ def _driver_files(handle: HudiTableHandle) -> set[str]:
 
 
 def _statements(handle: HudiTableHandle, session: HudiSession, **options: str) -> None:
-    handle.insert(frame(session, SEED))
+    handle.insert(frame(session, SEED), **options)
     handle.update({"ts": "ts + 1"}, "uuid = 'a'", **options)  # an expression write
     handle.update({"rider": "upper(rider)"}, "fare > 25", **options)
     handle.delete("uuid = 'b'", **options)
@@ -46,7 +47,7 @@ def test_driver_writes_match_the_spark_pipeline(
     local = new_table(table_type, name="local")
     spark = new_table(table_type, name="spark")
     _statements(local, hudi_session)
-    _statements(spark, hudi_session, **{LOCAL_MAX_RECORDS: "0"})
+    _statements(spark, hudi_session, **{LOCAL_MAX_RECORDS: "0", DRIVER_MAX_RECORDS: "0"})
     assert spark_rows(local) == spark_rows(spark)
     assert _driver_files(local) and not _driver_files(spark)
     with pytest.raises(WriteError, match=f"{LOCAL_MAX_RECORDS}='many'"):
