@@ -5,10 +5,11 @@ the driver's JVM on the driver's machine: the write tasks' Python workers and th
 share its cores. The Spark pipeline (:mod:`hudisql.write.pipeline`) then pays for work that
 buys no parallelism the driver lacks: a broadcast of the lookup's matches, a shuffle of
 every record by file group, each record turned into Arrow again for the Python workers,
-and their start-up. Measured on the 5M-row upsert of 1M records of
-``benchmarks/bench_write_read.py`` (two cores), those stages took 2.1 of its 3.0 s.
+and their start-up. On the 5M-row upsert of 1M records of ``benchmarks/bench_write_read.py``
+(two cores) the Spark tasks took 2.89 s (5.43 s of CPU), the driver 2.01 s (3.57 s).
 
-So a write of at most ``hudisql.write.driver.max.records`` records (default
+So an upsert or insert with the ``SIMPLE`` index (or an upsert with ``BUCKET``) of at most
+``hudisql.write.driver.max.records`` records (default
 :data:`DEFAULT_MAX_RECORDS`; ``0``: never) whose records take at most :data:`MAX_BYTES`
 (:func:`record_bytes`) and whose touched slices the driver's lookup may read
 (:data:`hudisql.write.driver_lookup.MAX_SLICE_BYTES`) is collected once as Arrow (Spark's
@@ -17,15 +18,15 @@ partitions (:func:`hudisql.write.driver_lookup.stored_matches`); the records are
 with the file groups holding their keys, the inserts placed as the Spark writer places
 them (small files first, Hudi's ``hoodie.parquet.small.file.limit``), and the file groups
 written by a pool of threads (as many as Spark's cores) with the same per-slice functions
-the write tasks run. pyarrow's readers, writers and kernels release the GIL, so the
-threads use every core. The files, the commit and the metadata table's records are the
-pipeline's; only where the work runs differs.
+the write tasks run. Most of that time is in pyarrow's readers, writers and kernels,
+which release the GIL, so the threads share the cores. The files, the commit and the
+metadata table's records are the pipeline's; only where the work runs differs.
 
 The Spark pipeline still writes: a cluster (the driver's cores are not the executors'),
-more records, keyless tables, indexes other than ``SIMPLE`` (``BUCKET`` places inserts by
-hash, ``BLOOM`` and ``RECORD_INDEX`` read other files than the stored keys), bulk inserts,
-overwrites, deletes, expression writes, and writes with injected task failures (they test
-Spark's retries).
+more records, keyless tables, the ``BLOOM`` and ``RECORD_INDEX`` indexes (they read other
+files than the stored keys), inserts into a ``BUCKET`` table (their duplicate check is a
+Spark join), bulk inserts, overwrites, deletes, expression writes, and writes with
+injected task failures (they test Spark's retries).
 """
 
 from __future__ import annotations

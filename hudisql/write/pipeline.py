@@ -639,7 +639,7 @@ class SparkWriter:
                             progress)
                     elif listed is not None:
                         stats, changes = self._tag_and_write_driver(
-                            staged, op, spec, txn.table, instant, sizing, progress, listed)
+                            staged, counts, op, spec, txn.table, instant, sizing, progress, listed)
                     else:
                         stats, changes = self._tag_and_write(
                             staged, counts, op, spec, txn.table, instant, expressions,
@@ -911,7 +911,9 @@ class SparkWriter:
         records = sum(counts.values())
         if (not limit or records > limit or op not in DRIVER_OPERATIONS
                 or expressions is not None or spec.keyless
-                or self._index.index_type != SIMPLE or self.options.get(FAULT_AFTER_FILES)
+                or self._index.index_type not in (SIMPLE, BUCKET)
+                or (self._index.index_type == BUCKET and op != "upsert")
+                or self.options.get(FAULT_AFTER_FILES)
                 or any(p is None for p in counts)
                 or local_master(self.spark.conf.get("spark.master", None)) is None):
             return None
@@ -921,14 +923,26 @@ class SparkWriter:
         if records * record_bytes(spec.arrow_schema, stored) > DRIVER_MAX_BYTES:
             return None
         listed = table.file_slices(partitions=[str(p) for p in counts])
-        return listed if fits_driver(records, limit, listed) else None
+        # BUCKET reads no stored key: only SIMPLE's lookup is bounded by the slices' bytes.
+        return listed if self._index.index_type == BUCKET or fits_driver(
+            records, limit, listed) else None
 
-    def _tag_and_write_driver(self, staged: DataFrame, op: str, spec: _TableSpec,
+    def _tag_and_write_driver(self, staged: DataFrame, counts: Mapping[str | None, int],
+                              op: str, spec: _TableSpec,
                               table: HudiTable, instant: str, sizing: SmallFileSettings,
                               progress: Progress, listed: list[FileSlice]
                               ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:
         """The staged records collected (Spark's one job) while the driver reads the stored
-        keys of ``listed``, tagged and written by the driver (:mod:`hudisql.write.driver_write`)."""
+        keys of ``listed``, tagged and written by the driver (:mod:`hudisql.write.driver_write`).
+        ``BUCKET`` reads no key: the records come with their stored group (else null) and
+        their group's number, computed by Spark as its tasks would."""
+        if self._index.index_type == BUCKET:
+            tagging = self._tag(staged, spec, table, [str(p) for p in counts], listed)
+            assert tagging.numbered is not None
+            layout, number = tagging.numbered
+            return self._write_from_driver(
+                tagging.frame.withColumn(_GROUP, number).toArrow(), tagging.slices, op, spec,
+                table, instant, None, sizing, progress, layout)
         rows, _, found = stored_matches(table, listed, staged.toArrow)
         return self._write_from_driver(
             tag_matched(rows, found, _FILE_ID),
@@ -938,10 +952,14 @@ class SparkWriter:
     def _write_from_driver(self, tagged: pa.Table, slices: dict[tuple[str, str], FileSlice],
                            op: str, spec: _TableSpec, table: HudiTable, instant: str,
                            expressions: Mapping[str, str] | None,
-                           sizing: SmallFileSettings, progress: Progress
+                           sizing: SmallFileSettings, progress: Progress,
+                           layout: Sequence[tuple[str, str]] | None = None
                            ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:
         """Tagged records (``_FILE_ID`` null: no group holds the key) placed and written by
-        the driver, each file group by one of a pool of threads (as many as Spark's cores)."""
+        the driver, each file group by one of a pool of threads (as many as Spark's cores).
+
+        ``layout``: the index placed every record (``BUCKET``): its group is
+        ``layout[_GROUP]`` (no small-file handling, as in Hudi)."""
         stored = pc.is_valid(tagged.column(_FILE_ID))
         if op == "insert" and pc.any(stored).as_py():
             key = tagged.filter(stored).column(RECORD_KEY)[0].as_py()
@@ -956,6 +974,14 @@ class SparkWriter:
                 marked = pc.fill_null(tagged.column(IS_DELETED), False)
                 tagged = tagged.filter(pc.or_kleene(pc.is_valid(tagged.column(_FILE_ID)),
                                                     pc.invert(marked)))
+        if layout is not None:
+            ids = pa.array([fid for _, fid in layout], pa.string()).take(
+                tagged.column(_GROUP).combine_chunks())
+            tagged = tagged.set_column(tagged.schema.get_field_index(_FILE_ID), _FILE_ID,
+                                       pc.coalesce(tagged.column(_FILE_ID), ids)
+                                       ).drop_columns([_GROUP])
+            new_groups = len({g for g in layout if g not in slices})
+        elif op != "delete" and expressions is None:
             small = self._small_files(list(slices.values()), table, spec, sizing)
             if spec.is_mor:
                 rewrite = frozenset((p, f.file_slice.file_id)

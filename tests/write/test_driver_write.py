@@ -13,9 +13,12 @@ from pyspark.sql import functions as F
 
 from hudisql.errors import WriteError
 from hudisql.session import HudiSession, HudiTableHandle
+from hudisql.table.write.create import create_table
 from hudisql.table.write.small_files import MAX_FILE_SIZE, RECORD_SIZE_ESTIMATE, SMALL_FILE_LIMIT
 from hudisql.write.driver_write import DRIVER_MAX_RECORDS
+from hudisql.write.index_settings import BUCKET, BUCKET_NUM, INDEX_TYPE
 from hudisql.write.pipeline import IS_DELETED, MAX_RECORDS_PER_FILE
+from tests.write.conftest import TRIP_SCHEMA
 from tests.write.trips import Row, frame, rs_rows, spark_rows
 
 pytestmark = pytest.mark.spark
@@ -123,3 +126,32 @@ def test_the_limit_and_a_bad_option(
     handle.upsert(frame(hudi_session, _rows(3, start=10)))
     assert _driver_files(handle)
     assert spark_rows(handle) == sorted(_rows(3) + _rows(3, start=10))
+
+
+def test_bucket_upserts_what_the_spark_tasks_write(
+    hudi_session: HudiSession, tmp_path: Path
+) -> None:
+    # BUCKET reads no stored key: Spark computes each record's bucket group in the one job
+    # that collects the records, and the driver writes the groups.
+    tables = []
+    for name in ("driver", "tasks"):
+        path = tmp_path / name
+        create_table(str(path), name, TRIP_SCHEMA, "uuid", "city", "ts", "MERGE_ON_READ",
+                     options={INDEX_TYPE: BUCKET, BUCKET_NUM: "2"})
+        tables.append(hudi_session.table_at(str(path)))
+    seed = _rows(10)
+    gone = frame(hudi_session, [("k0002", 9, "x", 0.0, "sf"), ("k0999", 9, "x", 0.0, "la")]
+                 ).withColumn(IS_DELETED, F.lit(True))
+    changes = [("k0003", 2, "new", 3.5, "la"), ("k0500", 2, "ins", 5.0, "ny")]
+    for handle, options in zip(tables, ({}, SPARK_TASKS), strict=True):
+        handle.upsert(frame(hudi_session, seed), **options)
+        handle.upsert(frame(hudi_session, changes).withColumn(IS_DELETED, F.lit(False))
+                      .unionByName(gone), **options)
+    expected = sorted([r for r in seed if r[0] not in ("k0002", "k0003")] + changes)
+    for handle in tables:
+        assert spark_rows(handle) == expected
+        assert rs_rows(handle) == expected
+    assert _commits(tables[0]) == _commits(tables[1])
+    groups = [sorted(s.file_id for s in handle.core().file_slices()) for handle in tables]
+    assert groups[0] == groups[1], "the same bucket file groups"
+    assert _driver_files(tables[0]) and not _driver_files(tables[1])
