@@ -940,8 +940,10 @@ class SparkWriter:
             tagging = self._tag(staged, spec, table, [str(p) for p in counts], listed)
             assert tagging.numbered is not None
             layout, number = tagging.numbered
+            # The group number alone (one bucket hash per record): the driver knows which
+            # numbered groups are stored.
             return self._write_from_driver(
-                tagging.frame.withColumn(_GROUP, number).toArrow(), tagging.slices, op, spec,
+                staged.withColumn(_GROUP, number).toArrow(), tagging.slices, op, spec,
                 table, instant, None, sizing, progress, layout)
         rows, _, found = stored_matches(table, listed, staged.toArrow)
         return self._write_from_driver(
@@ -959,7 +961,14 @@ class SparkWriter:
         the driver, each file group by one of a pool of threads (as many as Spark's cores).
 
         ``layout``: the index placed every record (``BUCKET``): its group is
-        ``layout[_GROUP]`` (no small-file handling, as in Hudi)."""
+        ``layout[_GROUP]`` (no small-file handling, as in Hudi), stored or new."""
+        numbered = pa.array([fid for _, fid in layout or ()], pa.string())
+        if layout is not None:  # the records' stored groups: the numbered ones that exist
+            ids = numbered.take(tagged.column(_GROUP).combine_chunks())
+            held = pc.is_in(ids, value_set=pa.array([g[1] for g in layout if g in slices],
+                                                     pa.string()))
+            tagged = tagged.append_column(_FILE_ID,
+                                          pc.if_else(held, ids, pa.scalar(None, pa.string())))
         stored = pc.is_valid(tagged.column(_FILE_ID))
         if op == "insert" and pc.any(stored).as_py():
             key = tagged.filter(stored).column(RECORD_KEY)[0].as_py()
@@ -975,11 +984,9 @@ class SparkWriter:
                 tagged = tagged.filter(pc.or_kleene(pc.is_valid(tagged.column(_FILE_ID)),
                                                     pc.invert(marked)))
         if layout is not None:
-            ids = pa.array([fid for _, fid in layout], pa.string()).take(
-                tagged.column(_GROUP).combine_chunks())
-            tagged = tagged.set_column(tagged.schema.get_field_index(_FILE_ID), _FILE_ID,
-                                       pc.coalesce(tagged.column(_FILE_ID), ids)
-                                       ).drop_columns([_GROUP])
+            tagged = tagged.set_column(
+                tagged.schema.get_field_index(_FILE_ID), _FILE_ID,
+                numbered.take(tagged.column(_GROUP).combine_chunks())).drop_columns([_GROUP])
             new_groups = len({g for g in layout if g not in slices})
         elif op != "delete" and expressions is None:
             small = self._small_files(list(slices.values()), table, spec, sizing)
