@@ -48,7 +48,10 @@ and each row's Spark partition and row number; once the instant is open, missing
 generated as Hudi does, ``<instant>_<partition>_<row>`` (:mod:`hudisql.write.staging`).
 
 A DML statement of a few rows skips the jobs: its rows, collected once, are staged, tagged
-and written by the driver with the same functions (:mod:`hudisql.write.local_write`).
+and written by the driver with the same functions (:mod:`hudisql.write.local_write`). On a
+local master, an upsert or insert of up to two million records skips steps 2 to 4: after
+the staging count, the records are collected once and written by the driver's threads
+(:mod:`hudisql.write.driver_write`).
 
 The :class:`~hudisql.txn.transaction.Transaction` wraps it all in Hudi's commit protocol.
 """
@@ -934,8 +937,8 @@ class SparkWriter:
                               ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:
         """The staged records collected (Spark's one job) while the driver reads the stored
         keys of ``listed``, tagged and written by the driver (:mod:`hudisql.write.driver_write`).
-        ``BUCKET`` reads no key: the records come with their stored group (else null) and
-        their group's number, computed by Spark as its tasks would."""
+        ``BUCKET`` reads no key: the records come with their group's number, computed by
+        Spark as its tasks' map stage would."""
         if self._index.index_type == BUCKET:
             tagging = self._tag(staged, spec, table, [str(p) for p in counts], listed)
             assert tagging.numbered is not None
