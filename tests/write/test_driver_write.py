@@ -15,6 +15,7 @@ from hudisql.errors import WriteError
 from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table.write.create import create_table
 from hudisql.table.write.small_files import MAX_FILE_SIZE, RECORD_SIZE_ESTIMATE, SMALL_FILE_LIMIT
+from hudisql.write import pipeline
 from hudisql.write.driver_write import DRIVER_MAX_RECORDS
 from hudisql.write.index_settings import BUCKET, BUCKET_NUM, INDEX_TYPE
 from hudisql.write.pipeline import IS_DELETED, MAX_RECORDS_PER_FILE
@@ -155,3 +156,34 @@ def test_bucket_upserts_what_the_spark_tasks_write(
     groups = [sorted(s.file_id for s in handle.core().file_slices()) for handle in tables]
     assert groups[0] == groups[1], "the same bucket file groups"
     assert _driver_files(tables[0]) and not _driver_files(tables[1])
+
+
+def test_a_group_that_fails_leaves_the_table_as_it_was(
+    hudi_session: HudiSession, new_table: Callable[..., HudiTableHandle],
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One of the driver's threads fails after others wrote their groups: the write is
+    # rolled back, every file it wrote is gone, and both readers see the rows before it.
+    handle = new_table("MERGE_ON_READ")
+    seed = _rows(8)
+    handle.bulk_insert(frame(hudi_session, seed), **{MAX_RECORDS_PER_FILE: "2"})
+    data = {p for p in Path(handle.path).rglob("*") if p.is_file() and ".hoodie" not in p.parts}
+    calls = []
+    real = pipeline._write_group
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[9])  # the file id
+        if len(calls) == 3:
+            raise RuntimeError("injected: the third group's write fails")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_write_group", failing)
+    with pytest.raises(RuntimeError, match="third group"):
+        handle.upsert(frame(hudi_session, [(k, 2, "new", 0.5, c) for k, _, _, _, c in seed]
+                            + _rows(4, start=50)))
+    assert len(calls) >= 3
+    assert {p for p in Path(handle.path).rglob("*")
+            if p.is_file() and ".hoodie" not in p.parts} == data
+    timeline = handle.core().timeline
+    assert [i.action for i in timeline.completed()] == ["deltacommit", "rollback"]
+    assert spark_rows(handle) == rs_rows(handle) == sorted(seed)
