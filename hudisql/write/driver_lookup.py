@@ -40,11 +40,11 @@ import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from hudisql.errors import WriteError
 from hudisql.table.format.fsview import FileSlice
 from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable
 from hudisql.table.write.records import PARTITION_PATH, RECORD_KEY
+from hudisql.write.driver_write import records_option
 
 __all__ = [
     "DEFAULT_MAX_RECORDS",
@@ -78,17 +78,8 @@ def driver_lookup_max_records(options: Mapping[str, str], table_name: str) -> in
     Raises:
         WriteError: not a non-negative integer, naming the table.
     """
-    value = options.get(DRIVER_LOOKUP_MAX_RECORDS)
-    if value is None:
-        return DEFAULT_MAX_RECORDS
-    try:
-        parsed = int(str(value).strip())
-    except ValueError:
-        parsed = -1
-    if parsed < 0:
-        raise WriteError(f"table {table_name}: option {DRIVER_LOOKUP_MAX_RECORDS}={value!r} is "
-                         "not a number of records; give 0 (always Spark's join) or more")
-    return parsed
+    return records_option(options, DRIVER_LOOKUP_MAX_RECORDS, DEFAULT_MAX_RECORDS, table_name,
+                          "always Spark's join")
 
 
 def fits_driver(records: int, limit: int, slices: Sequence[FileSlice]) -> bool:

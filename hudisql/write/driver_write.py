@@ -42,7 +42,8 @@ from hudisql.table.format.fsview import FileSlice
 from hudisql.table.write.records import PARTITION_PATH, RECORD_KEY
 
 __all__ = ["DEFAULT_MAX_RECORDS", "DRIVER_MAX_RECORDS", "MAX_BYTES", "OPERATIONS",
-           "driver_max_records", "local_master", "record_bytes", "tag_matched"]
+           "driver_max_records", "local_master", "record_bytes", "records_option",
+           "tag_matched"]
 
 #: The write option: the most records an upsert or insert writes from the driver (0: never).
 DRIVER_MAX_RECORDS = "hudisql.write.driver.max.records"
@@ -61,16 +62,28 @@ def driver_max_records(options: Mapping[str, str], table_name: str) -> int:
     Raises:
         WriteError: not a non-negative integer, naming the table.
     """
-    value = options.get(DRIVER_MAX_RECORDS)
+    return records_option(options, DRIVER_MAX_RECORDS, DEFAULT_MAX_RECORDS, table_name,
+                          "always Spark's write tasks")
+
+
+def records_option(options: Mapping[str, str], key: str, default: int, table_name: str,
+                   zero: str) -> int:
+    """The number of records option ``key`` of ``options`` gives (``default`` when unset),
+    for the options that bound what the driver does (``zero`` says what ``0`` means).
+
+    Raises:
+        WriteError: not a non-negative integer, naming the table and the option.
+    """
+    value = options.get(key)
     if value is None:
-        return DEFAULT_MAX_RECORDS
+        return default
     try:
         parsed = int(str(value).strip())
     except ValueError:
         parsed = -1
     if parsed < 0:
-        raise WriteError(f"table {table_name}: option {DRIVER_MAX_RECORDS}={value!r} is not a "
-                         "number of records; give 0 (always Spark's write tasks) or more")
+        raise WriteError(f"table {table_name}: option {key}={value!r} is not a number of "
+                         f"records; give 0 ({zero}) or more")
     return parsed
 
 

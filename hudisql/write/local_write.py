@@ -36,6 +36,7 @@ from hudisql.table.read.merge import read_file_slice
 from hudisql.table.table import HudiTable
 from hudisql.table.write.records import PARTITION_PATH, RECORD_KEY, partition_paths, record_keys
 from hudisql.table.write.small_files import SmallFile
+from hudisql.write.driver_write import records_option
 from hudisql.write.local_keys import candidate_slices
 from hudisql.write.staging import check_partition_paths
 from hudisql.write.tagging import FILE_ID, META_FIELDS
@@ -60,17 +61,8 @@ def local_max_records(options: Mapping[str, str], table_name: str) -> int:
     Raises:
         WriteError: not a non-negative integer.
     """
-    value = options.get(LOCAL_MAX_RECORDS)
-    if value is None:
-        return DEFAULT_LOCAL_MAX_RECORDS
-    try:
-        parsed = int(value.strip())
-    except ValueError:
-        parsed = -1
-    if parsed < 0:
-        raise WriteError(f"table {table_name}: option {LOCAL_MAX_RECORDS}={value!r} is not a "
-                         "number of records; give 0 (never write from the driver) or more")
-    return parsed
+    return records_option(options, LOCAL_MAX_RECORDS, DEFAULT_LOCAL_MAX_RECORDS, table_name,
+                          "never write from the driver")
 
 
 def slices_fit(slices: Sequence[FileSlice]) -> bool:
