@@ -31,6 +31,7 @@ injected task failures (they test Spark's retries).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 
@@ -90,8 +91,6 @@ def records_option(options: Mapping[str, str], key: str, default: int, table_nam
 def local_master(master: str | None) -> int | None:
     """The threads of a local Spark ``master`` (``local`` 1, ``local[N]`` N, ``local[*]``
     and ``local[*, retries]`` the machine's cores); None for any other master."""
-    import os
-
     found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", (master or "").strip())
     if found is None:
         return None

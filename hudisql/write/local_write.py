@@ -198,7 +198,8 @@ def place_inserts(tagged: pa.Table, counts: Mapping[str | None, int],
     """
     ids = tagged.column(FILE_ID).combine_chunks()
     inserts = pc.is_null(ids).to_numpy(zero_copy_only=False)
-    paths = pc.dictionary_encode(tagged.column(PARTITION_PATH)).combine_chunks()
+    paths = pc.dictionary_encode(tagged.column(PARTITION_PATH),
+                                 null_encoding="encode").combine_chunks()
     codes = paths.indices.to_numpy(zero_copy_only=False)
     keys = tagged.column(RECORD_KEY).combine_chunks()
     names: list[str] = []

@@ -965,9 +965,8 @@ class SparkWriter:
 
         ``layout``: the index placed every record (``BUCKET``): its group is
         ``layout[_GROUP]`` (no small-file handling, as in Hudi), stored or new."""
-        numbered = pa.array([fid for _, fid in layout or ()], pa.string())
         if layout is not None:  # the records' stored groups: the numbered ones that exist
-            ids = numbered.take(tagged.column(_GROUP).combine_chunks())
+            ids = _numbered_ids(layout, tagged)
             held = pc.is_in(ids, value_set=pa.array([g[1] for g in layout if g in slices],
                                                      pa.string()))
             tagged = tagged.append_column(_FILE_ID,
@@ -987,9 +986,8 @@ class SparkWriter:
                 tagged = tagged.filter(pc.or_kleene(pc.is_valid(tagged.column(_FILE_ID)),
                                                     pc.invert(marked)))
         if layout is not None:
-            tagged = tagged.set_column(
-                tagged.schema.get_field_index(_FILE_ID), _FILE_ID,
-                numbered.take(tagged.column(_GROUP).combine_chunks())).drop_columns([_GROUP])
+            tagged = tagged.set_column(tagged.schema.get_field_index(_FILE_ID), _FILE_ID,
+                                       _numbered_ids(layout, tagged)).drop_columns([_GROUP])
             new_groups = len({g for g in layout if g not in slices})
         elif op != "delete" and expressions is None:
             small = self._small_files(list(slices.values()), table, spec, sizing)
@@ -1024,11 +1022,11 @@ class SparkWriter:
         for code, file_id in enumerate(encoded.dictionary.to_pylist()):
             at = order[ends[code - 1] if code else 0:ends[code]]
             groups.append(((paths[int(at[0])].as_py(), file_id), at))
-        # Heaviest first (a rewritten base file, then by records), so that no thread is
-        # left with a large group at the end.
-        size = {key: f.base_file.size for key, f in slices.items()
-                if key in rewrite and f.base_file is not None}
-        groups.sort(key=lambda g: -(size.get(g[0], 0) + len(g[1])))
+        # Heaviest first (the work estimate the Spark writer deals tasks by), so that no
+        # thread is left with a large group at the end.
+        record_size = average_record_size(table.timeline, sizing)
+        groups.sort(key=lambda g: -_work(slices.get(g[0]), len(g[1]),
+                                         not spec.is_mor or g[0] in rewrite, record_size))
         token = write_token(0, 0, 0)  # a driver write: one attempt
 
         def write(group: tuple[tuple[str, str], np.ndarray]) -> dict[str, Any]:
@@ -1164,8 +1162,20 @@ def _group_work(groups: Sequence[tuple[str, str]], slices: Mapping[tuple[str, st
             updates = 0
         else:
             updates = counts.get(group[0], 0) / per_partition[group[0]]
-        base = file_slice.base_file if file_slice is not None else None
-        rewritten = copy_on_write or (group in rewrite and inserts > 0)
-        work[group] = (base.size if rewritten and base is not None else 0) + (
-            updates + inserts) * record_size
+        work[group] = _work(file_slice, updates + inserts,
+                            copy_on_write or (group in rewrite and inserts > 0), record_size)
     return work
+
+
+def _numbered_ids(layout: Sequence[tuple[str, str]], records: pa.Table) -> pa.Array:
+    """The file id of each record's ``_GROUP`` number in ``layout``."""
+    return pa.array([fid for _, fid in layout], pa.string()).take(
+        records.column(_GROUP).combine_chunks())
+
+
+def _work(file_slice: FileSlice | None, records: float, rewritten: bool,
+          record_size: float) -> float:
+    """A file group's estimated write work, in bytes: its records times ``record_size``,
+    plus its base file when the write rewrites it."""
+    base = file_slice.base_file if file_slice is not None else None
+    return (base.size if rewritten and base is not None else 0) + records * record_size

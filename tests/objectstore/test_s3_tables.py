@@ -113,6 +113,11 @@ def run_flow(hs: hudisql.HudiSession, name: str, location: str, mor: bool) -> No
 
     extra = hs.spark.createDataFrame([(5, 5.0, "la")], "id INT, v DOUBLE, city STRING")
     extra.write.format("hudi").mode("append").save(location)
+    # On a local master the append is a driver write (hudisql.write.driver_write): its files
+    # carry the driver's write token, on s3:// as on a local disk.
+    timeline = HudiTable.open(location).timeline
+    written = timeline.commit_metadata(timeline.completed(["commit", "deltacommit"])[-1])
+    assert [s.path for s in written.write_stats() if "0-0-0" not in (s.path or "")] == []
     assert rows(hs.sql(f"SELECT id, v, city FROM {name}")) == FINAL
     assert arrow_rows(hudisql.read_table(location)) == FINAL
     # format("hudi").load of an s3:// path: planned as t.read() plans it, same rows.
