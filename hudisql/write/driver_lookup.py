@@ -107,19 +107,20 @@ class Located:
 def driver_located(staged: DataFrame, table: HudiTable, slices: Sequence[FileSlice]
                    ) -> Located:
     """The stored keys of ``slices`` that a record of ``staged`` has (module notes)."""
-    _, wanted, found = stored_matches(
+    _, unmatched, found = stored_matches(
         table, slices, lambda: staged.select(PARTITION_PATH, RECORD_KEY).toArrow())
-    return Located(_packed(staged, found), _unmatched(wanted, found),
+    return Located(_packed(staged, found), unmatched,
                    {(f.partition_path, f.file_id): len(keys) for f, keys in found})
 
 
 def stored_matches(table: HudiTable, slices: Sequence[FileSlice],
                    collect: Callable[[], pa.Table]
-                   ) -> tuple[pa.Table, dict[str, pa.Array], list[tuple[FileSlice, pa.Array]]]:
+                   ) -> tuple[pa.Table, dict[str, int], list[tuple[FileSlice, pa.Array]]]:
     """What ``collect`` returns (records with ``PARTITION_PATH`` and ``RECORD_KEY``: the
-    keys alone, or whole records for :mod:`hudisql.write.driver_write`), its distinct keys
-    per partition, and each of ``slices`` with the stored keys that some record of its
-    partition has (slices holding none left out).
+    keys alone, or whole records for :mod:`hudisql.write.driver_write`), per partition how
+    many of its distinct keys no slice holds (its inserts, as Hudi's partitioner counts
+    them), and each of ``slices`` with the stored keys that some record of its partition
+    has (slices holding none left out).
 
     The stored keys do not depend on the records: they are read on up to :data:`_READERS`
     threads while ``collect`` runs (up to :data:`PREFETCH_BYTES` of slices; the rest after).
@@ -155,7 +156,7 @@ def stored_matches(table: HudiTable, slices: Sequence[FileSlice],
 
         found = [m for m in pool.map(matches, range(len(slices)), slices)
                  if m is not None and len(m[1])]
-    return collected, wanted, found
+    return collected, _unmatched(wanted, found), found
 
 
 def _slice_bytes(file_slice: FileSlice) -> int:

@@ -144,6 +144,7 @@ from hudisql.write.driver_lookup import driver_lookup_max_records, fits_driver, 
 from hudisql.write.driver_write import MAX_BYTES as DRIVER_MAX_BYTES
 from hudisql.write.driver_write import OPERATIONS as DRIVER_OPERATIONS
 from hudisql.write.driver_write import (
+    collect_staged,
     driver_max_records,
     local_master,
     record_bytes,
@@ -642,7 +643,8 @@ class SparkWriter:
                             progress)
                     elif listed is not None:
                         stats, changes = self._tag_and_write_driver(
-                            staged, counts, op, spec, txn.table, instant, sizing, progress, listed)
+                            staged, counts, op, spec, txn.table, instant, sizing, progress, listed,
+                            keyed_in_jvm=persisted is None)
                     else:
                         stats, changes = self._tag_and_write(
                             staged, counts, op, spec, txn.table, instant, expressions,
@@ -933,12 +935,18 @@ class SparkWriter:
     def _tag_and_write_driver(self, staged: DataFrame, counts: Mapping[str | None, int],
                               op: str, spec: _TableSpec,
                               table: HudiTable, instant: str, sizing: SmallFileSettings,
-                              progress: Progress, listed: list[FileSlice]
+                              progress: Progress, listed: list[FileSlice], keyed_in_jvm: bool
                               ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:
         """The staged records collected (Spark's one job) while the driver reads the stored
         keys of ``listed``, tagged and written by the driver (:mod:`hudisql.write.driver_write`).
         ``BUCKET`` reads no key: the records come with their group's number, computed by
-        Spark as its tasks' map stage would."""
+        Spark as its tasks' map stage would. ``keyed_in_jvm``: ``staged`` has its keys as
+        Spark expressions (:func:`~hudisql.write.driver_write.collect_staged`)."""
+
+        def collect(frame: DataFrame) -> pa.Table:
+            return collect_staged(frame, spec.key_fields, spec.partition_fields,
+                                  spec.hive_style, spec.labelled, spec.name, keyed_in_jvm)
+
         if self._index.index_type == BUCKET:
             tagging = self._tag(staged, spec, table, [str(p) for p in counts], listed)
             assert tagging.numbered is not None
@@ -946,25 +954,28 @@ class SparkWriter:
             # The group number alone (one bucket hash per record): the driver knows which
             # numbered groups are stored.
             return self._write_from_driver(
-                staged.withColumn(_GROUP, number).toArrow(), tagging.slices, op, spec,
+                collect(staged.withColumn(_GROUP, number)), tagging.slices, op, spec,
                 table, instant, None, sizing, progress, layout)
-        rows, _, found = stored_matches(table, listed, staged.toArrow)
+        rows, inserts, found = stored_matches(table, listed, lambda: collect(staged))
         return self._write_from_driver(
             tag_matched(rows, found, _FILE_ID),
             {(s.partition_path, s.file_id): s for s in listed}, op, spec, table, instant, None,
-            sizing, progress)
+            sizing, progress, inserts=inserts)
 
     def _write_from_driver(self, tagged: pa.Table, slices: dict[tuple[str, str], FileSlice],
                            op: str, spec: _TableSpec, table: HudiTable, instant: str,
                            expressions: Mapping[str, str] | None,
                            sizing: SmallFileSettings, progress: Progress,
-                           layout: Sequence[tuple[str, str]] | None = None
+                           layout: Sequence[tuple[str, str]] | None = None,
+                           inserts: Mapping[str, int] | None = None,
                            ) -> tuple[list[WriteStat], dict[tuple[str, str], RowChanges]]:
         """Tagged records (``_FILE_ID`` null: no group holds the key) placed and written by
         the driver, each file group by one of a pool of threads (as many as Spark's cores).
 
         ``layout``: the index placed every record (``BUCKET``): its group is
-        ``layout[_GROUP]`` (no small-file handling, as in Hudi), stored or new."""
+        ``layout[_GROUP]`` (no small-file handling, as in Hudi), stored or new.
+        ``inserts``: per partition, the distinct keys of ``tagged`` no group holds, as the
+        lookup counted them (counted here when not given, or when rows mark deletes)."""
         if layout is not None:  # the records' stored groups: the numbered ones that exist
             ids = _numbered_ids(layout, tagged)
             held = pc.is_in(ids, value_set=pa.array([g[1] for g in layout if g in slices],
@@ -996,15 +1007,16 @@ class SparkWriter:
                                     for p, files in small.items() for f in files)
             if rewrite:
                 tagged = tagged.append_column(_INSERTED, pc.is_null(tagged.column(_FILE_ID)))
-            # The inserts, counted as the Spark writer's lookup counts them: distinct keys
-            # that no file group holds, per partition.
-            inserts = tagged.filter(pc.is_null(tagged.column(_FILE_ID))).group_by(
-                PARTITION_PATH).aggregate([(RECORD_KEY, "count_distinct")])
-            tagged, new_groups = place_inserts(
-                tagged, dict(zip(inserts.column(PARTITION_PATH).to_pylist(),
-                                 inserts.column(f"{RECORD_KEY}_count_distinct").to_pylist(),
-                                 strict=True)),
-                small, sizing.insert_split_size)
+            if inserts is None or IS_DELETED in tagged.column_names:
+                # The inserts, counted as the Spark writer's lookup counts them: distinct
+                # keys that no file group holds, per partition (without the absent keys'
+                # deletes dropped above).
+                counted = tagged.filter(pc.is_null(tagged.column(_FILE_ID))).group_by(
+                    PARTITION_PATH).aggregate([(RECORD_KEY, "count_distinct")])
+                inserts = dict(zip(counted.column(PARTITION_PATH).to_pylist(),
+                                   counted.column(f"{RECORD_KEY}_count_distinct").to_pylist(),
+                                   strict=True))
+            tagged, new_groups = place_inserts(tagged, inserts, small, sizing.insert_split_size)
         progress.stage("writing file slices", total=len(slices) + new_groups)
         compacting = pending_compaction_bases(table.timeline) if spec.is_mor else {}
         change_columns, stats_columns = row_change_columns(table), file_stats_columns(table)
