@@ -1016,7 +1016,8 @@ class SparkWriter:
                 inserts = dict(zip(counted.column(PARTITION_PATH).to_pylist(),
                                    counted.column(f"{RECORD_KEY}_count_distinct").to_pylist(),
                                    strict=True))
-            tagged, new_groups = place_inserts(tagged, inserts, small, sizing.insert_split_size)
+            counts: dict[str | None, int] = {p: n for p, n in inserts.items()}
+            tagged, new_groups = place_inserts(tagged, counts, small, sizing.insert_split_size)
         progress.stage("writing file slices", total=len(slices) + new_groups)
         compacting = pending_compaction_bases(table.timeline) if spec.is_mor else {}
         change_columns, stats_columns = row_change_columns(table), file_stats_columns(table)
