@@ -3,11 +3,13 @@ and the commits the Spark write tasks give it; only the driver's files carry its
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
@@ -187,3 +189,29 @@ def test_a_group_that_fails_leaves_the_table_as_it_was(
     timeline = handle.core().timeline
     assert [i.action for i in timeline.completed()] == ["deltacommit", "rollback"]
     assert spark_rows(handle) == rs_rows(handle) == sorted(seed)
+
+
+def test_keys_of_other_types_are_the_ones_spark_stages(
+    hudi_session: HudiSession, tmp_path: Path
+) -> None:
+    # Spark stages an integer/string key and date/boolean partition values as text, but the
+    # driver write forms keys and partition paths again from the collected columns: the
+    # stored meta columns, and which stored record an update finds, must be the same.
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.date32()),
+                        ("open", pa.bool_()), ("v", pa.int64())])
+    spark_schema = "id long, name string, day date, open boolean, v long"
+    seed = [(i, f"n{i}", datetime.date(2026, 1, 1 + i % 3), i % 2 == 0, 1) for i in range(9)]
+    later = [(i, f"n{i}", datetime.date(2026, 1, 1 + i % 3), i % 2 == 0, 2) for i in (1, 4, 20)]
+    meta = []
+    for name, options in (("driver", {}), ("tasks", SPARK_TASKS)):
+        path = tmp_path / name
+        create_table(str(path), name, schema, ["id", "name"], ["day", "open"], "v")
+        handle = hudi_session.table_at(str(path))
+        for rows in (seed, later):
+            handle.upsert(hudi_session.spark.createDataFrame(rows, spark_schema), **options)
+        assert bool(_driver_files(handle)) == (name == "driver")
+        meta.append(sorted(tuple(r) for r in handle.read().select(
+            "_hoodie_record_key", "_hoodie_partition_path", "v").collect()))
+    assert meta[0] == meta[1]
+    assert ("id:4,name:n4", "day=2026-01-02/open=true", 2) in meta[0]
+    assert len(meta[0]) == 10, "the two stored records were updated, one inserted"
