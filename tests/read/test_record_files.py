@@ -1,0 +1,74 @@
+"""The log records a merged read emits reach Spark as a local parquet file on a local
+master (hudisql.read.record_files): the same rows as the local relation they replace, one
+file per distinct set of records, kept while the process lives, none past the cap."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hudisql.read import record_files
+from hudisql.session import HudiSession
+from hudisql.table import HudiTable
+from hudisql.txn.writer import WriteClient
+from tests.read.test_datasource import rows
+from tests.read.test_snapshot import ONLY_SOURCE, _records, mor  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.spark
+
+
+def _record_files(paths: list[str]) -> list[str]:
+    return [p for p in paths if record_files._PREFIX in p]
+
+
+def test_merged_records_come_from_one_file_per_snapshot(
+    hudi_session: HudiSession, mor: HudiTable, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    client = WriteClient(mor)
+    client.upsert(_records(range(0, 300, 10), ts=2, fare=500.0))
+    handle = hudi_session.table_at(mor.base_path)
+    expected = rows(handle.read(**ONLY_SOURCE).toArrow())
+    first = handle.read()
+    files = _record_files(first.inputFiles())
+    assert len(files) == 1, "the 30 updates in logs are scanned from one local file"
+    assert rows(first.toArrow()) == expected
+    # The same snapshot again: the same file (its name is a digest of the records).
+    assert _record_files(handle.read().inputFiles()) == files
+    # A projection emits other records: a file of its own.
+    projected = handle.read(columns=["uuid", "fare"])
+    assert _record_files(projected.inputFiles()) not in ([], files)
+    # A later write: another file; the first stays for DataFrames that may still run it.
+    client.upsert(_records(range(5, 300, 10), ts=3, fare=700.0))
+    later = handle.read()
+    assert _record_files(later.inputFiles()) != files
+    assert rows(first.toArrow()) == expected
+    assert rows(later.toArrow()) == rows(handle.read(**ONLY_SOURCE).toArrow())
+    # Past the cap, the records go as a local relation: the same rows, no file.
+    monkeypatch.setattr(record_files, "MAX_BYTES", 0)
+    client.upsert(_records(range(7, 300, 10), ts=4, fare=900.0))
+    capped = handle.read()
+    assert _record_files(capped.inputFiles()) == []
+    assert rows(capped.toArrow()) == rows(handle.read(**ONLY_SOURCE).toArrow())
+
+
+def test_directories_of_processes_gone_are_removed(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # A process that made its directory and was killed: the next process's first record
+    # file removes it; a running process's directory stays.
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead = tmp_path / f"{record_files._PREFIX}{gone.stdout.strip()}-x"
+    live = tmp_path / f"{record_files._PREFIX}{os.getppid()}-y"
+    for directory in (dead, live):
+        directory.mkdir()
+        (directory / "r.parquet").write_bytes(b"")
+    monkeypatch.setattr(record_files.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(record_files, "_state", {"directory": None, "bytes": 0})
+    made = record_files._directory()
+    assert made.parent == tmp_path and made.name.startswith(
+        f"{record_files._PREFIX}{os.getpid()}-")
+    assert not dead.exists() and live.exists()
