@@ -15,8 +15,8 @@ own temporary directory, named by a digest of their contents: a read of the same
 snapshot again finds its file. The files stay until the process exits (a DataFrame may be
 run again at any time, or cached and evicted; a file it reads never disappears under it),
 up to :data:`MAX_BYTES` in all; past that, and on a cluster, the records go as a local
-relation as before. Directories that processes no longer running left behind are removed
-when a process makes its own.
+relation as before (and so do sets of records under :data:`MIN_BYTES`). Directories that
+processes no longer running left behind are removed when a process makes its own.
 """
 
 from __future__ import annotations
@@ -62,6 +62,9 @@ __all__ = ["MAX_BYTES", "records_file_frame"]
 
 #: The most bytes of record files one process keeps (past it: local relations).
 MAX_BYTES = 2 << 30
+#: Fewer bytes of records than this go as a local relation: a file costs a write, a
+#: listing and a task of its own, about what shipping that many records costs.
+MIN_BYTES = 1 << 20
 _PREFIX = "hudisql-records-"
 _DIRECTORY = re.compile(re.escape(_PREFIX) + r"(\d+)-")
 
@@ -77,9 +80,10 @@ def records_file_frame(spark: SparkSession, records: pa.Table, schema: StructTyp
                        ) -> DataFrame | None:
     """``records`` (conformed to the Arrow form of the Spark ``schema``) as a DataFrame
     reading them from a local parquet file; None where Spark's tasks may not see this
-    machine's files, where a type could read back otherwise than it went in, or past
-    :data:`MAX_BYTES` (module notes)."""
-    if (type(spark).__module__.startswith("pyspark.sql.connect")
+    machine's files, where a type could read back otherwise than it went in, below
+    :data:`MIN_BYTES` of records, or past :data:`MAX_BYTES` (module notes)."""
+    if (records.nbytes < MIN_BYTES
+            or type(spark).__module__.startswith("pyspark.sql.connect")
             or local_master(spark.conf.get("spark.master", None)) is None
             or not all(_plain_type(f.dataType) for f in schema.fields)):
         return None

@@ -1,6 +1,7 @@
 """The log records a merged read emits reach Spark as a local parquet file on a local
 master (hudisql.read.record_files): the same rows as the local relation they replace, one
-file per distinct set of records, kept while the process lives, none past the cap."""
+file per distinct set of records, kept while the process lives, none past the cap. The
+tests' tables are small: the floor below which records stay a local relation is 0 here."""
 
 from __future__ import annotations
 
@@ -16,9 +17,14 @@ from hudisql.session import HudiSession
 from hudisql.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.read.test_datasource import rows
-from tests.read.test_snapshot import ONLY_SOURCE, _records, mor  # noqa: F401 (fixture)
+from tests.read.test_snapshot import ONLY_SOURCE, _records, _same_rows, mor  # noqa: F401
 
 pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(autouse=True)
+def _every_set_in_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(record_files, "MIN_BYTES", 0)
 
 
 def _record_files(paths: list[str]) -> list[str]:
@@ -53,6 +59,27 @@ def test_merged_records_come_from_one_file_per_snapshot(
     capped = handle.read()
     assert _record_files(capped.inputFiles()) == []
     assert rows(capped.toArrow()) == rows(handle.read(**ONLY_SOURCE).toArrow())
+
+
+def test_every_fixture_reads_the_same_rows_through_record_files(
+    hudi_session: HudiSession, fixture_table: Path
+) -> None:
+    # The split read (records from a file where slices have logs), the data source alone
+    # and the split with slices read whole by the data source: the same rows.
+    handle = hudi_session.table_at(fixture_table)
+    _same_rows(handle)
+    _same_rows(handle, columns=["_hoodie_commit_time", "_hoodie_record_key"])
+
+
+def test_small_sets_stay_a_local_relation(
+    hudi_session: HudiSession, mor: HudiTable, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    WriteClient(mor).upsert(_records(range(0, 300, 10), ts=2, fare=500.0))
+    monkeypatch.setattr(record_files, "MIN_BYTES", 1 << 20)
+    handle = hudi_session.table_at(mor.base_path)
+    read = handle.read()
+    assert _record_files(read.inputFiles()) == []
+    assert rows(read.toArrow()) == rows(handle.read(**ONLY_SOURCE).toArrow())
 
 
 def test_directories_of_processes_gone_are_removed(tmp_path: Path,

@@ -227,15 +227,12 @@ def test_indexes_prune_slices_and_queries_read_only_the_kept_ones(
     # slices with logs too, merged by Spark); with skipping off, all of them.
     hudi_session.sql("SET hudisql.read.local.max.bytes=0")
     try:
-        # (Besides the table's files, Spark scans the log records that win from a local
-        # file of their own: hudisql.read.record_files.)
-        files = _table_files(table, hudi_session.sql(f"SELECT * FROM {name} WHERE {lookup}"))
+        files = hudi_session.sql(f"SELECT * FROM {name} WHERE {lookup}").inputFiles()
         kept = select_slices(table, slices, lookup).kept
         assert len(files) == len([s for s in kept if s.base_file is not None])
         hudi_session.sql("SET hoodie.enable.data.skipping=false")
         off = hudi_session.sql(f"SELECT * FROM {name} WHERE {lookup}")
-        assert len(_table_files(table, off)) == len([s for s in slices
-                                                     if s.base_file is not None])
+        assert len(off.inputFiles()) == len([s for s in slices if s.base_file is not None])
         assert [r.uuid for r in off.collect()] == ["u2-c1-0"]
     finally:
         hudi_session.sql("SET hoodie.enable.data.skipping=true")
@@ -243,9 +240,3 @@ def test_indexes_prune_slices_and_queries_read_only_the_kept_ones(
     # With them on (the default), the kept slice is read on the driver: no file for Spark.
     local = hudi_session.sql(f"SELECT * FROM {name} WHERE {lookup}")
     assert local.inputFiles() == [] and [r.uuid for r in local.collect()] == ["u2-c1-0"]
-
-
-def _table_files(table: HudiTable, frame: DataFrame) -> list[str]:
-    """The files of ``table`` that Spark reads for ``frame``."""
-    root = table.base_path.rstrip("/") + "/"
-    return [f for f in frame.inputFiles() if root in f]
