@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -72,6 +73,7 @@ _DIRECTORY = re.compile(re.escape(_PREFIX) + r"(\d+)-")
 _ATOMIC = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType,
            DecimalType, StringType, BinaryType, DateType, TimestampType, TimestampNTZType)
 
+_log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _state: dict[str, object] = {"directory": None, "bytes": 0}
 
@@ -95,16 +97,20 @@ def records_file_frame(spark: SparkSession, records: pa.Table, schema: StructTyp
                 if buffer is not None:
                     digest.update(buffer)
     with _lock:
-        directory = _directory()
-        path = directory / f"{digest.hexdigest()}.parquet"
-        if not path.exists():
-            used = int(_state["bytes"])  # type: ignore[call-overload]
-            if used + records.nbytes > MAX_BYTES:
-                return None
-            written = directory / f".{path.name}.{threading.get_ident()}"
-            pq.write_table(records, written, compression="none")
-            written.rename(path)  # (whole or not at all, for a later read of the same)
-            _state["bytes"] = used + path.stat().st_size
+        try:
+            directory = _directory()
+            path = directory / f"{digest.hexdigest()}.parquet"
+            if not path.exists():
+                used = int(_state["bytes"])  # type: ignore[call-overload]
+                if used + records.nbytes > MAX_BYTES:
+                    return None
+                written = directory / f".{path.name}.{threading.get_ident()}"
+                pq.write_table(records, written, compression="none")
+                written.rename(path)  # (whole or not at all, for a later read of the same)
+                _state["bytes"] = used + path.stat().st_size
+        except OSError as exc:  # (a full disk, a cleaner that took the directory)
+            _log.debug("log records go as a local relation: %s", exc)
+            return None
     return spark.read.schema(schema).parquet(str(path))
 
 
@@ -125,6 +131,7 @@ def _directory() -> Path:
     called under ``_lock``."""
     directory = _state["directory"]
     if isinstance(directory, Path):
+        directory.mkdir(exist_ok=True)  # (gone if a cleaner of the temporary files took it)
         return directory
     base = Path(tempfile.gettempdir())
     for stale in base.glob(_PREFIX + "*"):

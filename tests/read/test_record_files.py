@@ -6,6 +6,7 @@ tests' tables are small: the floor below which records stay a local relation is 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,31 @@ def test_small_sets_stay_a_local_relation(
     read = handle.read()
     assert _record_files(read.inputFiles()) == []
     assert rows(read.toArrow()) == rows(handle.read(**ONLY_SOURCE).toArrow())
+
+
+def test_a_directory_taken_or_a_failed_write_leaves_the_rows_as_they_are(
+    hudi_session: HudiSession, mor: HudiTable, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    client = WriteClient(mor)
+    client.upsert(_records(range(0, 300, 10), ts=2, fare=500.0))
+    handle = hudi_session.table_at(mor.base_path)
+    first = _record_files(handle.read().inputFiles())
+    # A cleaner of the temporary directory took this process's directory: made again.
+    local = Path(first[0].removeprefix("file:"))
+    shutil.rmtree(local.parent)
+    again = handle.read()
+    assert _record_files(again.inputFiles()) == first and local.exists()
+    assert rows(again.toArrow()) == rows(handle.read(**ONLY_SOURCE).toArrow())
+    # The file cannot be written (a full disk): the records go as a local relation.
+    client.upsert(_records(range(5, 300, 10), ts=3, fare=700.0))
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(record_files.pq, "write_table", full)
+    failed = handle.read()
+    assert _record_files(failed.inputFiles()) == []
+    assert rows(failed.toArrow()) == rows(handle.read(**ONLY_SOURCE).toArrow())
 
 
 def test_directories_of_processes_gone_are_removed(tmp_path: Path,
