@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hudisql.read import record_files
-from hudisql.session import HudiSession
+from hudisql.session import HudiSession, HudiTableHandle
 from hudisql.table import HudiTable
 from hudisql.txn.writer import WriteClient
 from tests.read.test_datasource import rows
@@ -28,17 +28,29 @@ def _every_set_in_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(record_files, "MIN_BYTES", 0)
 
 
+@pytest.fixture
+def updated(hudi_session: HudiSession, mor: HudiTable  # noqa: F811
+            ) -> tuple[WriteClient, HudiTableHandle]:
+    """The ``mor`` table with 30 updates in logs, a writer of it and its handle."""
+    client = WriteClient(mor)
+    client.upsert(_records(range(0, 300, 10), ts=2, fare=500.0))
+    return client, hudi_session.table_at(mor.base_path)
+
+
 def _record_files(paths: list[str]) -> list[str]:
     return [p for p in paths if record_files._PREFIX in p]
 
 
+def _source_rows(handle: HudiTableHandle) -> list[tuple[object, ...]]:
+    """The table's rows as the data source alone reads them."""
+    return rows(handle.read(**ONLY_SOURCE).toArrow())
+
+
 def test_merged_records_come_from_one_file_per_snapshot(
-    hudi_session: HudiSession, mor: HudiTable, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    updated: tuple[WriteClient, HudiTableHandle], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client = WriteClient(mor)
-    client.upsert(_records(range(0, 300, 10), ts=2, fare=500.0))
-    handle = hudi_session.table_at(mor.base_path)
-    expected = rows(handle.read(**ONLY_SOURCE).toArrow())
+    client, handle = updated
+    expected = _source_rows(handle)
     first = handle.read()
     files = _record_files(first.inputFiles())
     assert len(files) == 1, "the 30 updates in logs are scanned from one local file"
@@ -53,13 +65,13 @@ def test_merged_records_come_from_one_file_per_snapshot(
     later = handle.read()
     assert _record_files(later.inputFiles()) != files
     assert rows(first.toArrow()) == expected
-    assert rows(later.toArrow()) == rows(handle.read(**ONLY_SOURCE).toArrow())
+    assert rows(later.toArrow()) == _source_rows(handle)
     # Past the cap, the records go as a local relation: the same rows, no file.
     monkeypatch.setattr(record_files, "MAX_BYTES", 0)
     client.upsert(_records(range(7, 300, 10), ts=4, fare=900.0))
     capped = handle.read()
     assert _record_files(capped.inputFiles()) == []
-    assert rows(capped.toArrow()) == rows(handle.read(**ONLY_SOURCE).toArrow())
+    assert rows(capped.toArrow()) == _source_rows(handle)
 
 
 def test_every_fixture_reads_the_same_rows_through_record_files(
@@ -73,29 +85,26 @@ def test_every_fixture_reads_the_same_rows_through_record_files(
 
 
 def test_small_sets_stay_a_local_relation(
-    hudi_session: HudiSession, mor: HudiTable, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    updated: tuple[WriteClient, HudiTableHandle], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    WriteClient(mor).upsert(_records(range(0, 300, 10), ts=2, fare=500.0))
+    _, handle = updated
     monkeypatch.setattr(record_files, "MIN_BYTES", 1 << 20)
-    handle = hudi_session.table_at(mor.base_path)
     read = handle.read()
     assert _record_files(read.inputFiles()) == []
-    assert rows(read.toArrow()) == rows(handle.read(**ONLY_SOURCE).toArrow())
+    assert rows(read.toArrow()) == _source_rows(handle)
 
 
 def test_a_directory_taken_or_a_failed_write_leaves_the_rows_as_they_are(
-    hudi_session: HudiSession, mor: HudiTable, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    updated: tuple[WriteClient, HudiTableHandle], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    client = WriteClient(mor)
-    client.upsert(_records(range(0, 300, 10), ts=2, fare=500.0))
-    handle = hudi_session.table_at(mor.base_path)
+    client, handle = updated
     first = _record_files(handle.read().inputFiles())
     # A cleaner of the temporary directory took this process's directory: made again.
     local = Path(first[0].removeprefix("file:"))
     shutil.rmtree(local.parent)
     again = handle.read()
     assert _record_files(again.inputFiles()) == first and local.exists()
-    assert rows(again.toArrow()) == rows(handle.read(**ONLY_SOURCE).toArrow())
+    assert rows(again.toArrow()) == _source_rows(handle)
     # The file cannot be written (a full disk): the records go as a local relation.
     client.upsert(_records(range(5, 300, 10), ts=3, fare=700.0))
 
@@ -105,7 +114,7 @@ def test_a_directory_taken_or_a_failed_write_leaves_the_rows_as_they_are(
     monkeypatch.setattr(record_files.pq, "write_table", full)
     failed = handle.read()
     assert _record_files(failed.inputFiles()) == []
-    assert rows(failed.toArrow()) == rows(handle.read(**ONLY_SOURCE).toArrow())
+    assert rows(failed.toArrow()) == _source_rows(handle)
 
 
 def test_directories_of_processes_gone_are_removed(tmp_path: Path,
