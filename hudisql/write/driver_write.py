@@ -6,7 +6,7 @@ share its cores. The Spark pipeline (:mod:`hudisql.write.pipeline`) then pays fo
 buys no parallelism the driver lacks: a broadcast of the lookup's matches, a shuffle of
 every record by file group, each record turned into Arrow again for the Python workers,
 and their start-up. On the 5M-row upsert of 1M records of ``benchmarks/bench_write_read.py``
-(two cores) the Spark tasks took 2.89 s (5.43 s of CPU), the driver 2.01 s (3.57 s).
+(two cores) the Spark tasks took 2.42 s (4.48 s of CPU), the driver 1.66 s (2.93 s).
 
 So an upsert or insert with the ``SIMPLE`` index (or an upsert with ``BUCKET``) of at most
 ``hudisql.write.driver.max.records`` records (default
