@@ -16,7 +16,9 @@ snapshot again finds its file. The files stay until the process exits (a DataFra
 run again at any time, or cached and evicted; a file it reads never disappears under it),
 up to :data:`MAX_BYTES` in all; past that, and on a cluster, the records go as a local
 relation as before (and so do sets of records under :data:`MIN_BYTES`). Directories that
-processes no longer running left behind are removed when a process makes its own.
+processes no longer running left behind are removed when a process makes its own (those of
+its own PID namespace only: a container sharing the directory numbers its processes
+otherwise).
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ MAX_BYTES = 2 << 30
 #: listing and a task of its own, about what shipping that many records costs.
 MIN_BYTES = 1 << 20
 _PREFIX = "hudisql-records-"
-_DIRECTORY = re.compile(re.escape(_PREFIX) + r"(\d+)-")
+#: A directory's name: the prefix, the PID namespace and the pid of the process that made it.
+_DIRECTORY = re.compile(re.escape(_PREFIX) + r"(\w+)-(\d+)-")
 
 #: The types parquet holds as they are (no intervals, variants or nulls).
 _ATOMIC = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType,
@@ -134,14 +137,25 @@ def _directory() -> Path:
         directory.mkdir(exist_ok=True)  # (gone if a cleaner of the temporary files took it)
         return directory
     base = Path(tempfile.gettempdir())
+    namespace = _pid_namespace()
     for stale in base.glob(_PREFIX + "*"):
+        # (Only a process of our PID namespace is known gone: a container sharing this
+        # directory numbers its processes otherwise.)
         match = _DIRECTORY.match(stale.name)
-        if match and not _running(int(match.group(1))):
+        if match and match.group(1) == namespace and not _running(int(match.group(2))):
             shutil.rmtree(stale, ignore_errors=True)
-    made = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-"))
+    made = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{namespace}-{os.getpid()}-"))
     atexit.register(shutil.rmtree, made, True)
     _state["directory"] = made
     return made
+
+
+def _pid_namespace() -> str:
+    """This process's PID namespace (its inode on Linux; ``host`` where there is none)."""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "host"
 
 
 def _running(pid: int) -> bool:

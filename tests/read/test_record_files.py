@@ -119,18 +119,22 @@ def test_a_directory_taken_or_a_failed_write_leaves_the_rows_as_they_are(
 
 def test_directories_of_processes_gone_are_removed(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    # A process that made its directory and was killed: the next process's first record
-    # file removes it; a running process's directory stays.
+    # A process of this PID namespace that made its directory and was killed: the next
+    # process's first record file removes it. A running process's directory stays, and so
+    # does one from another PID namespace (a container sharing the directory), whatever
+    # its pid.
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
-    dead = tmp_path / f"{record_files._PREFIX}{gone.stdout.strip()}-x"
-    live = tmp_path / f"{record_files._PREFIX}{os.getppid()}-y"
-    for directory in (dead, live):
+                          capture_output=True, text=True, check=True).stdout.strip()
+    ours = record_files._pid_namespace()
+    dead = tmp_path / f"{record_files._PREFIX}{ours}-{gone}-x"
+    live = tmp_path / f"{record_files._PREFIX}{ours}-{os.getppid()}-y"
+    elsewhere = tmp_path / f"{record_files._PREFIX}{ours}0-{gone}-z"
+    for directory in (dead, live, elsewhere):
         directory.mkdir()
         (directory / "r.parquet").write_bytes(b"")
     monkeypatch.setattr(record_files.tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(record_files, "_state", {"directory": None, "bytes": 0})
     made = record_files._directory()
     assert made.parent == tmp_path and made.name.startswith(
-        f"{record_files._PREFIX}{os.getpid()}-")
-    assert not dead.exists() and live.exists()
+        f"{record_files._PREFIX}{ours}-{os.getpid()}-")
+    assert not dead.exists() and live.exists() and elsewhere.exists()
