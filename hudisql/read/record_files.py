@@ -11,7 +11,7 @@ scans like any other.
 
 So where Spark's tasks run on this machine (a local master, not Spark Connect, whose
 server may be elsewhere), the records are written to a parquet file in this process's
-own temporary directory, named by a digest of their contents: a read of the same
+own temporary directory, named by a digest of the file: a read of the same
 snapshot again finds its file. The files stay until the process exits (a DataFrame may be
 run again at any time, or cached and evicted; a file it reads never disappears under it),
 up to :data:`MAX_BYTES` in all; past that, and on a cluster, the records go as a local
@@ -31,6 +31,7 @@ import re
 import shutil
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,7 +79,17 @@ _ATOMIC = (BooleanType, ByteType, ShortType, IntegerType, LongType, FloatType, D
 
 _log = logging.getLogger(__name__)
 _lock = threading.Lock()
-_state: dict[str, object] = {"directory": None, "bytes": 0}
+
+
+@dataclass
+class _Files:
+    """This process's record files: their directory (once made) and bytes written."""
+
+    directory: Path | None = None
+    bytes: int = 0
+
+
+_state = _Files()
 
 
 def records_file_frame(spark: SparkSession, records: pa.Table, schema: StructType
@@ -92,25 +103,23 @@ def records_file_frame(spark: SparkSession, records: pa.Table, schema: StructTyp
             or local_master(spark.conf.get("spark.master", None)) is None
             or not all(_plain_type(f.dataType) for f in schema.fields)):
         return None
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(schema.json().encode())
-    for column in records.columns:
-        for chunk in column.chunks:
-            for buffer in chunk.buffers():
-                if buffer is not None:
-                    digest.update(buffer)
+    # Named by a digest of the file's bytes: the same records (values, order and types)
+    # make the same file, however their Arrow arrays were sliced or chunked.
+    sink = pa.BufferOutputStream()
+    pq.write_table(records, sink, compression="none")
+    data = sink.getvalue()
+    name = f"{hashlib.blake2b(data, digest_size=16).hexdigest()}.parquet"
     with _lock:
         try:
             directory = _directory()
-            path = directory / f"{digest.hexdigest()}.parquet"
+            path = directory / name
             if not path.exists():
-                used = int(_state["bytes"])  # type: ignore[call-overload]
-                if used + records.nbytes > MAX_BYTES:
+                if _state.bytes + data.size > MAX_BYTES:
                     return None
-                written = directory / f".{path.name}.{threading.get_ident()}"
-                pq.write_table(records, written, compression="none")
+                written = directory / f".{name}.{threading.get_ident()}"
+                written.write_bytes(data)
                 written.rename(path)  # (whole or not at all, for a later read of the same)
-                _state["bytes"] = used + path.stat().st_size
+                _state.bytes += data.size
         except OSError as exc:  # (a full disk, a cleaner that took the directory)
             _log.debug("log records go as a local relation: %s", exc)
             return None
@@ -132,10 +141,9 @@ def _plain_type(data_type: DataType) -> bool:
 def _directory() -> Path:
     """This process's directory of record files (made on first use, removed at exit);
     called under ``_lock``."""
-    directory = _state["directory"]
-    if isinstance(directory, Path):
-        directory.mkdir(exist_ok=True)  # (gone if a cleaner of the temporary files took it)
-        return directory
+    if _state.directory is not None:
+        _state.directory.mkdir(exist_ok=True)  # (gone if a temporary-files cleaner took it)
+        return _state.directory
     base = Path(tempfile.gettempdir())
     namespace = _pid_namespace()
     for stale in base.glob(_PREFIX + "*"):
@@ -146,7 +154,7 @@ def _directory() -> Path:
             shutil.rmtree(stale, ignore_errors=True)
     made = Path(tempfile.mkdtemp(prefix=f"{_PREFIX}{namespace}-{os.getpid()}-"))
     atexit.register(shutil.rmtree, made, True)
-    _state["directory"] = made
+    _state.directory = made
     return made
 
 

@@ -39,8 +39,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from hudisql.errors import WriteError
+from hudisql.errors import TableServiceError, WriteError
 from hudisql.table.format.fsview import FileSlice
+from hudisql.table.format.service_plans import int_setting
 from hudisql.table.write.records import (
     PARTITION_PATH,
     RECORD_KEY,
@@ -84,17 +85,11 @@ def records_option(options: Mapping[str, str], key: str, default: int, table_nam
     Raises:
         WriteError: not a non-negative integer, naming the table and the option.
     """
-    value = options.get(key)
-    if value is None:
-        return default
     try:
-        parsed = int(str(value).strip())
-    except ValueError:
-        parsed = -1
-    if parsed < 0:
-        raise WriteError(f"table {table_name}: option {key}={value!r} is not a number of "
-                         f"records; give 0 ({zero}) or more")
-    return parsed
+        return int_setting(options, key, default, 0)
+    except TableServiceError:
+        raise WriteError(f"table {table_name}: option {key}={options.get(key)!r} is not a "
+                         f"number of records; give 0 ({zero}) or more") from None
 
 
 def local_master(master: str | None) -> int | None:

@@ -184,7 +184,7 @@ def insert_shares(count: int, small: Sequence[SmallFile], per_file: int
     return shares + [(new_file_id(), part + (1 if i < rest else 0)) for i in range(n)], n
 
 
-def place_inserts(tagged: pa.Table, counts: Mapping[str | None, int],
+def place_inserts(tagged: pa.Table, counts: Mapping[str, int] | Mapping[str | None, int],
                   small: Mapping[str, list[SmallFile]], per_file: int
                   ) -> tuple[pa.Table, int]:
     """Untagged records (inserts) to the partition's small file groups, then to new ones,

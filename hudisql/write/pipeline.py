@@ -65,6 +65,7 @@ import itertools
 import json
 import pickle
 import posixpath
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -994,8 +995,7 @@ class SparkWriter:
         else:
             if IS_DELETED in tagged.column_names:  # deletes of absent keys: nothing to do
                 marked = pc.fill_null(tagged.column(IS_DELETED), False)
-                tagged = tagged.filter(pc.or_kleene(pc.is_valid(tagged.column(_FILE_ID)),
-                                                    pc.invert(marked)))
+                tagged = tagged.filter(pc.or_kleene(stored, pc.invert(marked)))
         if layout is not None:
             tagged = tagged.set_column(tagged.schema.get_field_index(_FILE_ID), _FILE_ID,
                                        _numbered_ids(layout, tagged)).drop_columns([_GROUP])
@@ -1016,8 +1016,7 @@ class SparkWriter:
                 inserts = dict(zip(counted.column(PARTITION_PATH).to_pylist(),
                                    counted.column(f"{RECORD_KEY}_count_distinct").to_pylist(),
                                    strict=True))
-            counts: dict[str | None, int] = {p: n for p, n in inserts.items()}
-            tagged, new_groups = place_inserts(tagged, counts, small, sizing.insert_split_size)
+            tagged, new_groups = place_inserts(tagged, inserts, small, sizing.insert_split_size)
         progress.stage("writing file slices", total=len(slices) + new_groups)
         compacting = pending_compaction_bases(table.timeline) if spec.is_mor else {}
         change_columns, stats_columns = row_change_columns(table), file_stats_columns(table)
@@ -1041,12 +1040,15 @@ class SparkWriter:
         groups.sort(key=lambda g: -_work(slices.get(g[0]), len(g[1]),
                                          not spec.is_mor or g[0] in rewrite, record_size))
         token = write_token(0, 0, 0)  # a driver write: one attempt
+        opened = threading.local()  # each thread's own table, opened once, as a task's
 
         def write(group: tuple[tuple[str, str], np.ndarray]) -> dict[str, Any]:
             (partition, file_id), at = group
             key = (partition, file_id)
+            if not hasattr(opened, "table"):
+                opened.table = HudiTable.open(spec.path)
             return _stat_row(*_write_group(
-                HudiTable.open(spec.path), spec, op, instant, token, 0,
+                opened.table, spec, op, instant, token, 0,
                 tagged.take(pa.array(at)), slices.get(key), partition, file_id, expressions,
                 key in rewrite, change_columns, stats_columns, compacting.get(key)), 0)
 

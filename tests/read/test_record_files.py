@@ -11,7 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from hudisql.read import record_files
 from hudisql.session import HudiSession, HudiTableHandle
@@ -111,10 +113,27 @@ def test_a_directory_taken_or_a_failed_write_leaves_the_rows_as_they_are(
     def full(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(record_files.pq, "write_table", full)
+    monkeypatch.setattr(Path, "write_bytes", full)
     failed = handle.read()
     assert _record_files(failed.inputFiles()) == []
     assert rows(failed.toArrow()) == _source_rows(handle)
+
+
+def test_the_file_name_follows_the_records_not_their_buffers(hudi_session: HudiSession) -> None:
+    # Two slices of one Arrow table share its buffers: their records differ, so do their
+    # files; the same records chunked otherwise make the same file.
+    records = pa.table({"k": [f"k{i}" for i in range(100)], "v": list(range(100))})
+    schema = StructType([StructField("k", StringType()), StructField("v", LongType())])
+    spark = hudi_session.spark
+    first, second = (record_files.records_file_frame(spark, records.slice(at, 50), schema)
+                     for at in (0, 50))
+    assert first is not None and second is not None
+    assert first.inputFiles() != second.inputFiles()
+    assert sorted(r.v for r in first.collect()) == list(range(50))
+    assert sorted(r.v for r in second.collect()) == list(range(50, 100))
+    rechunked = pa.concat_tables([records.slice(0, 20), records.slice(20, 30)])
+    again = record_files.records_file_frame(spark, rechunked, schema)
+    assert again is not None and again.inputFiles() == first.inputFiles()
 
 
 def test_directories_of_processes_gone_are_removed(tmp_path: Path,
@@ -133,7 +152,7 @@ def test_directories_of_processes_gone_are_removed(tmp_path: Path,
         directory.mkdir()
         (directory / "r.parquet").write_bytes(b"")
     monkeypatch.setattr(record_files.tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(record_files, "_state", {"directory": None, "bytes": 0})
+    monkeypatch.setattr(record_files, "_state", record_files._Files())
     made = record_files._directory()
     assert made.parent == tmp_path and made.name.startswith(
         f"{record_files._PREFIX}{ours}-{os.getpid()}-")
